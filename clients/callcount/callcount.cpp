@@ -1,0 +1,205 @@
+// callcount: counts calls and exceptional exits per method and prints a table at VM
+// shutdown. Written against the MPI client API only, so it runs unchanged on every
+// runtime with a provider (and under martini-replay).
+//
+// Options (comma-separated key=value): top=N (rows, default 20), out=FILE (write the
+// table there instead of stderr). An unknown key or a bad value refuses to start.
+#include <MpiAPI.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+using namespace Martini::MPI;
+
+namespace {
+
+struct Counts {
+    std::uint64_t calls = 0;
+    std::uint64_t exceptionExits = 0;
+};
+
+// One table per OS thread: no lock per event. Each is registered once, on the
+// thread's first event. Runtime threads (DR_THREAD_ID) are counted separately: a
+// runtime may run several of them on one OS thread (martini-replay does).
+struct CallTable {
+    std::unordered_map<TId, Counts> methods;
+    std::unordered_set<TId> runtimeThreads;
+};
+
+class CallTables {
+public:
+    CallTable &ForThisThread() {
+        thread_local CallTable *table = nullptr;
+        if (table == nullptr) {
+            std::lock_guard lock(mutex_);
+            tables_.push_back(std::make_unique<CallTable>());
+            table = tables_.back().get();
+        }
+        return *table;
+    }
+    std::unordered_map<TId, Counts> Merge(std::size_t &threads) {
+        std::lock_guard lock(mutex_);
+        std::unordered_map<TId, Counts> all;
+        std::unordered_set<TId> runtimeThreads;
+        for (const auto &t : tables_) {
+            runtimeThreads.insert(t->runtimeThreads.begin(), t->runtimeThreads.end());
+            for (const auto &[id, c] : t->methods) {
+                all[id].calls += c.calls;
+                all[id].exceptionExits += c.exceptionExits;
+            }
+        }
+        threads = runtimeThreads.size();
+        return all;
+    }
+
+private:
+    std::mutex mutex_;
+    std::vector<std::unique_ptr<CallTable>> tables_;
+};
+
+IMpi *g_mpi = nullptr;
+TId g_clientId = 0;
+CallTables g_tables;
+std::size_t g_top = 20;
+std::string g_outPath;
+
+class EnterObserver : public IMethodEnterEventObserver {
+public:
+    BitSet EventDataTypes() override { return DR_METHOD_ID | DR_THREAD_ID; }
+    void HandleEvent(SMethodEnterEventData &data) override {
+        CallTable &table = g_tables.ForThisThread();
+        ++table.methods[data.methodId].calls;
+        if (data.validData & DR_THREAD_ID) table.runtimeThreads.insert(data.threadId);
+    }
+};
+
+class LeaveObserver : public IMethodLeaveEventObserver {
+public:
+    BitSet EventDataTypes() override { return DR_METHOD_ID; }
+    void HandleEvent(SMethodLeaveEventData &data) override {
+        if (data.bIsExceptionExit) ++g_tables.ForThisThread().methods[data.methodId].exceptionExits;
+    }
+};
+
+// "pkg.Class.method(sig)" through GetMethodInfo, growing the buffers when Martini
+// says they are too short.
+std::string MethodName(TId methodId) {
+    std::vector<char> name(64), sig(64), cls(64);
+    for (int attempt = 0; attempt < 3; ++attempt) {
+        SMethodInfo info;
+        info.szMethodName = name.data();
+        info.uiMethodNameSize = static_cast<unsigned>(name.size());
+        info.szMethodSig = sig.data();
+        info.uiMethodSigSize = static_cast<unsigned>(sig.size());
+        info.szClassName = cls.data();
+        info.uiClassNameSize = static_cast<unsigned>(cls.size());
+        const TResult r = g_mpi->GetMethodInfo(g_clientId, methodId,
+                                               DR_METHOD_NAME | DR_METHOD_SIGNATURE | DR_CLASS_NAME,
+                                               &info);
+        if (r == MRTE_ERROR_BUFFER_TOO_SHORT) {
+            name.resize(std::max<std::size_t>(name.size(), info.uiMethodNameSize));
+            sig.resize(std::max<std::size_t>(sig.size(), info.uiMethodSigSize));
+            cls.resize(std::max<std::size_t>(cls.size(), info.uiClassNameSize));
+            continue;
+        }
+        if (r != MRTE_RESULT_OK && r != MRTE_ERROR_PARTIAL_INFO) break;
+        std::string out;
+        if (info.validData & DR_CLASS_NAME) out += std::string(cls.data()) + ".";
+        out += (info.validData & DR_METHOD_NAME) ? name.data() : "?";
+        if (info.validData & DR_METHOD_SIGNATURE) out += sig.data();
+        return out;
+    }
+    return "method#" + std::to_string(methodId);
+}
+
+class ShutdownObserver : public IVmShutdownEventObserver {
+public:
+    void HandleEvent() override {
+        std::size_t threads = 0;
+        const auto counts = g_tables.Merge(threads);
+        std::vector<std::pair<TId, Counts>> rows(counts.begin(), counts.end());
+        std::sort(rows.begin(), rows.end(), [](const auto &a, const auto &b) {
+            return a.second.calls != b.second.calls ? a.second.calls > b.second.calls : a.first < b.first;
+        });
+        std::uint64_t calls = 0, exits = 0;
+        for (const auto &[id, c] : rows) {
+            calls += c.calls;
+            exits += c.exceptionExits;
+        }
+        FILE *out = stderr;
+        if (!g_outPath.empty()) {
+            out = std::fopen(g_outPath.c_str(), "w");
+            if (out == nullptr) {
+                std::fprintf(stderr, "callcount: cannot write '%s': %s; printing here instead\n",
+                             g_outPath.c_str(), std::strerror(errno));
+                out = stderr;
+            }
+        }
+        std::fprintf(out, "callcount: %llu calls to %zu methods on %zu threads (%llu exceptional exits)\n",
+                     (unsigned long long)calls, rows.size(), threads, (unsigned long long)exits);
+        std::fprintf(out, "%12s %8s  %s\n", "calls", "exc.exit", "method");
+        for (std::size_t i = 0; i < rows.size() && i < g_top; ++i) {
+            std::fprintf(out, "%12llu %8llu  %s\n", (unsigned long long)rows[i].second.calls,
+                         (unsigned long long)rows[i].second.exceptionExits,
+                         MethodName(rows[i].first).c_str());
+        }
+        if (rows.size() > g_top) std::fprintf(out, "%12s %8s  (%zu more methods)\n", "", "", rows.size() - g_top);
+        if (out != stderr) std::fclose(out);
+    }
+};
+
+EnterObserver g_enter;
+LeaveObserver g_leave;
+ShutdownObserver g_shutdown;
+
+bool ParseOptions(const char *text) {
+    std::string s(text ? text : "");
+    std::size_t pos = 0;
+    while (pos < s.size()) {
+        std::size_t end = s.find(',', pos);
+        if (end == std::string::npos) end = s.size();
+        const std::string item = s.substr(pos, end - pos);
+        pos = end + 1;
+        if (item.empty()) continue;
+        const auto eq = item.find('=');
+        const std::string key = item.substr(0, eq), value = eq == std::string::npos ? "" : item.substr(eq + 1);
+        if (key == "top") {
+            char *endp = nullptr;
+            const unsigned long n = std::strtoul(value.c_str(), &endp, 10);
+            if (value.empty() || *endp != '\0' || n == 0) {
+                std::fprintf(stderr, "callcount: option top=%s: expected a positive number\n", value.c_str());
+                return false;
+            }
+            g_top = n;
+        } else if (key == "out") {
+            if (value.empty()) {
+                std::fprintf(stderr, "callcount: option out= needs a file name\n");
+                return false;
+            }
+            g_outPath = value;
+        } else {
+            std::fprintf(stderr, "callcount: unknown option '%s' (known: top=N, out=FILE)\n", key.c_str());
+            return false;
+        }
+    }
+    return true;
+}
+
+}  // namespace
+
+extern "C" API_EXPORT TResult MPICL_Instantiate(IMpi *pMpiApi, TId clientId, const char *szOptions) {
+    if (!ParseOptions(szOptions)) return MRTE_ERROR_ILLEGAL_ARGUMENT;
+    g_mpi = pMpiApi;
+    g_clientId = clientId;
+    TResult r = pMpiApi->RegisterEvent(clientId, g_enter);
+    if (r == MRTE_RESULT_OK) r = pMpiApi->RegisterEvent(clientId, g_leave);
+    if (r == MRTE_RESULT_OK) r = pMpiApi->RegisterEvent(clientId, g_shutdown);
+    return r;
+}

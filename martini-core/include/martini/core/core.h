@@ -1,0 +1,208 @@
+// martini::core::Core: the registry of clients and the event dispatcher.
+//
+// One Core per process, created by the provider. Lifecycle (all on one thread, the
+// runtime's initialization thread, unless said otherwise):
+//   Core core(provider);
+//   core.LoadClient(spec)...          // phase INIT: clients register in Instantiate
+//   core.FinishInit();                // freezes the dispatch tables
+//   core.SetLive(true);               // VmInit: data requests allowed
+//   ... Raise<...>(...) from any thread ...
+//   core.Raise<IVmShutdownEventObserver>(); core.SetLive(false);
+//
+// FinishInit() must happen-before the first Raise on every thread (call it before the
+// runtime starts the threads that raise events, or publish it with a release/acquire
+// pair of the provider's own). That is why the hot path may use relaxed loads.
+#pragma once
+
+#include "martini/core/client_spec.h"
+#include "martini/core/provider.h"
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace martini::core {
+
+using Martini::MPI::EEventGroup;
+
+// Per-thread state of the dispatcher. Trivially constructible, so access is a single
+// initial-exec TLS load with no init guard.
+struct ThreadState {
+    std::uint32_t handlerDepth = 0;  // > 0 while this thread runs a Martini handler
+};
+inline constinit thread_local ThreadState tThreadState
+    __attribute__((tls_model("initial-exec")));
+
+namespace detail {
+
+// One client's observer for one event, resolved at registration.
+struct ObserverSlot {
+    void *observer = nullptr;  // already cast to I<Name>EventObserver*
+    ClientMask clientBit = 0;
+    BitSet wanted = 0;         // EventDataTypes() of this observer
+    std::uint32_t clientIndex = 0;
+};
+
+// The frozen dispatch table of one event. Written only before FinishInit(), except
+// `enabled`, which Enable/DisableEventGroup change at any time.
+struct alignas(64) EventTable {
+    // Clients with an observer for this event whose group is enabled. Relaxed loads:
+    // slots/count are frozen before any Raise (see FinishInit), and a toggle needs no
+    // ordering with event data; a handler may see the old value for one event.
+    std::atomic<ClientMask> enabled{0};
+    std::uint32_t count = 0;
+    BitSet requested = 0;  // union of the slots' `wanted`
+    ObserverSlot slots[kMaxClients];
+};
+
+}  // namespace detail
+
+struct Diagnostics {
+    std::uint64_t reentrantEventsSuppressed = 0;  // raised inside a handler, not delivered
+    std::uint64_t handlerFailures = 0;            // handlers that threw (all clients)
+    std::uint64_t filterFailures = 0;             // filters that threw (treated as "no")
+    std::uint64_t filterCalls = 0;                // ShouldNotify calls made
+};
+
+class Registry;  // the IMpi implementation, private to the core
+
+class Core {
+public:
+    explicit Core(Provider &provider);
+    ~Core();
+    Core(const Core &) = delete;
+    Core &operator=(const Core &) = delete;
+
+    // ---- Phase INIT (one thread) ----------------------------------------------
+
+    // Loads a client library (dlopen), checks its MPI version and calls its
+    // MPICL_Instantiate. On failure (missing file, missing entry point, version
+    // mismatch, Instantiate returning an error or throwing, too many clients) logs one
+    // line naming the client and the cause, leaves no trace of the client, and
+    // returns the message; the other clients are unaffected.
+    struct LoadResult {
+        TId clientId = 0;   // 0 on failure
+        std::string error;  // empty on success
+        bool ok() const { return clientId != 0; }
+    };
+    LoadResult LoadClient(const ClientSpec &spec);
+    // A client linked into the process (tests, built-in clients).
+    LoadResult AddClient(std::string name, MPICL_Instantiate_t instantiate, std::string options);
+
+    // Ends phase INIT: freezes the dispatch tables and computes the enabled masks.
+    void FinishInit();
+
+    // VmInit (true) / end of VmShutdown (false): data requests are answered only live.
+    void SetLive(bool live);
+
+    // ---- Instrumentation decisions (any thread, after FinishInit) ---------------
+    //
+    // Which clients want the group's events for this element. Each client's filter is
+    // asked once per element id; the answer is cached for the life of the Core. Clients
+    // without a filter for the group want every element; clients with no observer in
+    // the group want none. 0 means: do not instrument the element at all.
+    ClientMask CallGraphInterest(TId methodId, Martini::MPI::SCallGraphFilterData &data);
+    ClientMask HeapInterest(TId classId, Martini::MPI::SHeapFilterData &data);
+    ClientMask MonitorInterest(TId classId, Martini::MPI::SMonitorFilterData &data);
+    ClientMask ThreadInteractionInterest(TId methodId,
+                                         Martini::MPI::SThreadInteractionFilterData &data);
+
+    // Union of the data items the observers of `event` asked for: compute only these.
+    BitSet RequestedData(TEventType event) const noexcept {
+        return tables_[event].requested;
+    }
+    // Whether any client registered for `event` (enabled or not).
+    bool HasObservers(TEventType event) const noexcept { return tables_[event].count != 0; }
+    // Whether any client currently has `event` enabled.
+    bool IsEnabled(TEventType event) const noexcept {
+        return tables_[event].enabled.load(std::memory_order_relaxed) != 0;
+    }
+
+    // ---- Raising events (any thread, after FinishInit) ---------------------------
+    //
+    // Delivers `data` to every client in `interested` that observes the event and has
+    // its group enabled, in client load order. data.validData must hold the items the
+    // provider filled; each observer sees validData limited to what it asked for.
+    // Not delivered (and counted) when this thread is already inside a handler.
+    template <class Observer>
+    void Raise(typename Observer::TEventData &data, ClientMask interested = kAllClients) noexcept {
+        detail::EventTable &table = tables_[Observer::kEventType];
+        const ClientMask targets = table.enabled.load(std::memory_order_relaxed) & interested;
+        if (__builtin_expect(targets == 0, 1)) return;
+        Deliver<Observer>(table, targets, data);
+    }
+    // Events without data (VmShutdown, EcStart, ...).
+    template <class Observer>
+    void Raise(ClientMask interested = kAllClients) noexcept {
+        detail::EventTable &table = tables_[Observer::kEventType];
+        const ClientMask targets = table.enabled.load(std::memory_order_relaxed) & interested;
+        if (__builtin_expect(targets == 0, 1)) return;
+        DeliverNoData<Observer>(table, targets);
+    }
+
+    // ---- Introspection ---------------------------------------------------------
+    Martini::MPI::IMpi &Mpi() noexcept;
+    Diagnostics GetDiagnostics() const noexcept;
+    unsigned ClientCount() const noexcept;
+    std::string ClientName(TId clientId) const;
+    // Handler failures of one client.
+    std::uint64_t ClientHandlerFailures(TId clientId) const noexcept;
+
+private:
+    template <class Observer>
+    void Deliver(detail::EventTable &table, ClientMask targets,
+                 typename Observer::TEventData &data) noexcept {
+        ThreadState &ts = tThreadState;
+        if (ts.handlerDepth != 0) {
+            CountReentrant();
+            return;
+        }
+        ts.handlerDepth = 1;
+        const BitSet provided = data.validData;
+        const std::uint32_t n = table.count;
+        for (std::uint32_t i = 0; i < n; ++i) {
+            const detail::ObserverSlot &slot = table.slots[i];
+            if ((targets & slot.clientBit) == 0) continue;
+            data.validData = provided & slot.wanted;
+            try {
+                static_cast<Observer *>(slot.observer)->HandleEvent(data);
+            } catch (...) {
+                ReportHandlerFailure(slot.clientIndex, Observer::kEventType);
+            }
+        }
+        data.validData = provided;
+        ts.handlerDepth = 0;
+    }
+
+    template <class Observer>
+    void DeliverNoData(detail::EventTable &table, ClientMask targets) noexcept {
+        ThreadState &ts = tThreadState;
+        if (ts.handlerDepth != 0) {
+            CountReentrant();
+            return;
+        }
+        ts.handlerDepth = 1;
+        for (std::uint32_t i = 0; i < table.count; ++i) {
+            const detail::ObserverSlot &slot = table.slots[i];
+            if ((targets & slot.clientBit) == 0) continue;
+            try {
+                static_cast<Observer *>(slot.observer)->HandleEvent();
+            } catch (...) {
+                ReportHandlerFailure(slot.clientIndex, Observer::kEventType);
+            }
+        }
+        ts.handlerDepth = 0;
+    }
+
+    void CountReentrant() noexcept;
+    void ReportHandlerFailure(std::uint32_t clientIndex, TEventType event) noexcept;
+
+    friend class Registry;
+    detail::EventTable tables_[Martini::MPI::EV_LAST];
+    std::unique_ptr<Registry> registry_;
+};
+
+}  // namespace martini::core

@@ -1,0 +1,400 @@
+#include "registry.h"
+
+#include "log.h"
+
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <exception>
+
+namespace martini::core {
+
+namespace {
+
+// Resolves an observer to the interface its event's dispatch calls. The static_cast
+// is a checked downcast: Type() is final in each I<Name>EventObserver.
+void *TypedObserver(IEventObserver &observer, TEventType event) {
+    switch (event) {
+#define MARTINI_X_CAST(Name, Const, Group, Items, Shape) \
+    case Const:                                          \
+        return static_cast<I##Name##EventObserver *>(&observer);
+        MARTINI_MPI_EVENTS(MARTINI_X_CAST)
+#undef MARTINI_X_CAST
+        default:
+            return nullptr;
+    }
+}
+
+BitSet SupportedData(TEventType event) {
+    switch (event) {
+#define MARTINI_X_ITEMS(Name, Const, Group, Items, Shape) \
+    case Const:                                           \
+        return Items;
+        MARTINI_MPI_EVENTS(MARTINI_X_ITEMS)
+#undef MARTINI_X_ITEMS
+        default:
+            return DR_NONE;
+    }
+}
+
+std::string CurrentExceptionText() {
+    try {
+        throw;
+    } catch (const std::exception &e) {
+        return std::string("exception: ") + e.what();
+    } catch (...) {
+        return "an exception that is not a std::exception";
+    }
+}
+
+}  // namespace
+
+void LogLine(std::string_view message) noexcept {
+    std::string line = "martini: ";
+    line.append(message);
+    line.push_back('\n');
+    std::fwrite(line.data(), 1, line.size(), stderr);
+    std::fflush(stderr);
+}
+
+Registry::Registry(Core &core, Provider &provider) : core_(core), provider_(provider) {}
+
+Registry::~Registry() {
+    // Client libraries stay mapped: the runtime may still hold code pointers into them
+    // (threads finishing handlers) until the process exits.
+}
+
+Registry::Client *Registry::Find(TId clientId) const noexcept {
+    if (clientId == 0 || clientId > clients_.size()) return nullptr;
+    return clients_[clientId - 1].get();
+}
+
+bool Registry::InInstantiateOf(const Client &client) const noexcept {
+    return instantiating_ == &client && instantiatingThread_ == std::this_thread::get_id();
+}
+
+// ---- Registration --------------------------------------------------------------
+
+TResult Registry::RegisterEvent(TId clientId, IEventObserver &observer) {
+    Client *client = Find(clientId);
+    if (client == nullptr) return MRTE_ERROR_ILLEGAL_ID;
+    if (!InInstantiateOf(*client)) return MRTE_ERROR_PHASE_FAILURE;
+    const TEventType event = observer.Type();
+    if (event <= EV_NONE || event >= EV_LAST) return MRTE_ERROR_ILLEGAL_ARGUMENT;
+    if (!provider_.CanRaise(event)) return MRTE_ERROR_NOT_SUPPORTED;
+    for (const auto &r : client->registrations) {
+        if (r.event == event) return MRTE_ERROR_ILLEGAL_ARGUMENT;  // one per event
+    }
+    BitSet wanted = DR_NONE;
+    try {
+        wanted = observer.EventDataTypes() & SupportedData(event);
+    } catch (...) {
+        return MRTE_ERROR_FAIL;
+    }
+    client->registrations.push_back({event, TypedObserver(observer, event), wanted});
+    return MRTE_RESULT_OK;
+}
+
+TResult Registry::SetEventGroupFilter(TId clientId, TEventGroup group, IEventFilter &filter) {
+    Client *client = Find(clientId);
+    if (client == nullptr) return MRTE_ERROR_ILLEGAL_ID;
+    if (!InInstantiateOf(*client)) return MRTE_ERROR_PHASE_FAILURE;
+    if (group <= EG_NONE || group >= EG_LAST) return MRTE_ERROR_NOT_SUPPORTED;
+    if (filter.Group() != group || client->filters[group] != nullptr) {
+        return MRTE_ERROR_ILLEGAL_ARGUMENT;
+    }
+    client->filters[group] = &filter;
+    return MRTE_RESULT_OK;
+}
+
+TResult Registry::EnableEventGroup(TId clientId, TEventGroup group) {
+    return SetGroupEnabled(clientId, group, true);
+}
+
+TResult Registry::DisableEventGroup(TId clientId, TEventGroup group) {
+    return SetGroupEnabled(clientId, group, false);
+}
+
+TResult Registry::SetGroupEnabled(TId clientId, TEventGroup group, bool enabled) {
+    Client *client = Find(clientId);
+    if (client == nullptr) return MRTE_ERROR_ILLEGAL_ID;
+    if (group <= EG_NONE || group >= EG_LAST) return MRTE_ERROR_ILLEGAL_ARGUMENT;
+    // Inside MPICL_Instantiate, the caller already holds mutex_ (Instantiate) and the
+    // tables are not live yet: record the wish, FinishInit applies it.
+    if (InInstantiateOf(*client)) {
+        client->groupEnabled[group] = enabled;
+        return MRTE_RESULT_OK;
+    }
+    std::lock_guard lock(mutex_);
+    client->groupEnabled[group] = enabled;
+    if (frozen_) RecomputeEnabledLocked();
+    return MRTE_RESULT_OK;
+}
+
+void Registry::RecomputeEnabledLocked() {
+    std::array<ClientMask, EV_LAST> masks{};
+    for (const auto &client : clients_) {
+        for (const auto &r : client->registrations) {
+            const EEventGroup group = EventGroupOf(r.event);
+            if (group == EG_NONE || client->groupEnabled[group]) {
+                masks[r.event] |= ClientMask{1} << client->index;
+            }
+        }
+    }
+    for (int e = EV_NONE + 1; e < EV_LAST; ++e) {
+        auto &table = core_.tables_[e];
+        const ClientMask old = table.enabled.exchange(masks[e], std::memory_order_relaxed);
+        if ((old == 0) != (masks[e] == 0)) {
+            provider_.OnEventDemandChanged(static_cast<TEventType>(e), masks[e] != 0);
+        }
+    }
+}
+
+void Registry::FinishInit() {
+    std::lock_guard lock(mutex_);
+    if (frozen_) return;
+    for (const auto &client : clients_) {
+        for (const auto &r : client->registrations) {
+            auto &table = core_.tables_[r.event];
+            auto &slot = table.slots[table.count++];
+            slot.observer = r.observer;
+            slot.clientBit = ClientMask{1} << client->index;
+            slot.wanted = r.wanted;
+            slot.clientIndex = client->index;
+            table.requested |= r.wanted;
+        }
+    }
+    frozen_ = true;
+    RecomputeEnabledLocked();
+}
+
+// ---- Loading -------------------------------------------------------------------
+
+Core::LoadResult Registry::Load(const ClientSpec &spec) {
+    const std::string who = "client '" + spec.name + "'" +
+                            (spec.path != spec.name && !spec.path.empty() ? " (" + spec.path + ")" : "");
+    auto fail = [&](const std::string &cause) {
+        Core::LoadResult result;
+        result.error = who + " not loaded: " + cause;
+        LogLine(result.error + "; the other clients are unaffected");
+        return result;
+    };
+    if (spec.path.empty()) return fail("no library path");
+    void *handle = ::dlopen(spec.path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) {
+        const char *why = ::dlerror();
+        return fail(std::string("cannot load the library: ") + (why ? why : "unknown dlopen error"));
+    }
+    auto closeAndFail = [&](const std::string &cause) {
+        ::dlclose(handle);
+        return fail(cause);
+    };
+    ::dlerror();
+    auto instantiate = reinterpret_cast<MPICL_Instantiate_t>(::dlsym(handle, "MPICL_Instantiate"));
+    if (instantiate == nullptr) {
+        return closeAndFail(
+            "the library has no MPICL_Instantiate entry point (export it as "
+            "extern \"C\" API_EXPORT TResult MPICL_Instantiate(IMpi*, TId, const char*))");
+    }
+    const auto *version = static_cast<const unsigned *>(::dlsym(handle, "MPICL_MpiVersion"));
+    if (version == nullptr) {
+        return closeAndFail(
+            "the library does not say which MPI version it was built against "
+            "(MPICL_MpiVersion is missing; build it with #include <MpiAPI.h>)");
+    }
+    const unsigned major = *version >> 16, minor = *version & 0xffff;
+    if (major != MARTINI_MPI_VERSION_MAJOR) {
+        return closeAndFail("it was built against MPI " + std::to_string(major) + "." +
+                            std::to_string(minor) + " but this Martini implements MPI " +
+                            std::to_string(MARTINI_MPI_VERSION_MAJOR) + "." +
+                            std::to_string(MARTINI_MPI_VERSION_MINOR) +
+                            "; rebuild it against this Martini's MpiAPI.h");
+    }
+    Core::LoadResult result = Instantiate(spec.name, handle, instantiate, spec.options);
+    if (!result.ok()) ::dlclose(handle);
+    return result;
+}
+
+Core::LoadResult Registry::Instantiate(std::string name, void *dlHandle,
+                                       MPICL_Instantiate_t fn, const std::string &options) {
+    Core::LoadResult result;
+    auto fail = [&](const std::string &cause) {
+        result.clientId = 0;
+        result.error = "client '" + name + "' not loaded: " + cause;
+        LogLine(result.error + "; the other clients are unaffected");
+        return result;
+    };
+    std::lock_guard lock(mutex_);
+    if (frozen_) return fail("clients can only be loaded before the runtime starts (FinishInit)");
+    if (clients_.size() >= kMaxClients) {
+        return fail("too many clients (at most " + std::to_string(kMaxClients) + ")");
+    }
+    auto client = std::make_unique<Client>();
+    client->id = clients_.size() + 1;
+    client->index = static_cast<std::uint32_t>(clients_.size());
+    client->name = name;
+    client->dlHandle = dlHandle;
+    client->groupEnabled.fill(true);
+    Client *raw = client.get();
+    clients_.push_back(std::move(client));
+
+    instantiating_ = raw;
+    instantiatingThread_ = std::this_thread::get_id();
+    TResult rc = MRTE_ERROR_FAIL;
+    std::string thrown;
+    try {
+        rc = fn(this, raw->id, options.c_str());
+    } catch (...) {
+        thrown = CurrentExceptionText();
+    }
+    instantiating_ = nullptr;
+
+    if (!thrown.empty() || rc != MRTE_RESULT_OK) {
+        // Leave no trace: the client's registrations never reach the tables, and its
+        // id is retired (kept as a tombstone so later ids stay dense and stable).
+        raw->registrations.clear();
+        raw->filters.fill(nullptr);
+        raw->name += " (not loaded)";
+        return fail(thrown.empty() ? std::string("MPICL_Instantiate returned ") + ResultName(rc)
+                                   : "MPICL_Instantiate threw " + thrown);
+    }
+    result.clientId = raw->id;
+    return result;
+}
+
+// ---- Filters -------------------------------------------------------------------
+
+ClientMask Registry::Interest(EEventGroup group, TId elementId, void *filterData) {
+    InterestCache &cache = interest_[group];
+    {
+        InterestCache::const_accessor hit;
+        if (cache.find(hit, elementId)) return hit->second;
+    }
+    // The write accessor holds the element's lock while the filters run, so each
+    // filter is asked once per element even when two threads instrument it at once.
+    InterestCache::accessor entry;
+    if (!cache.insert(entry, elementId)) return entry->second;
+    ClientMask mask = 0;
+    for (const auto &client : clients_) {
+        bool observes = false;
+        for (const auto &r : client->registrations) observes |= EventGroupOf(r.event) == group;
+        if (!observes) continue;
+        IEventFilter *filter = client->filters[group];
+        bool wants = true;
+        if (filter != nullptr) {
+            filterCalls_.fetch_add(1, std::memory_order_relaxed);
+            try {
+                switch (group) {
+                    case EG_CALL_GRAPH:
+                        wants = static_cast<ICallGraphFilter *>(filter)->ShouldNotify(
+                            *static_cast<SCallGraphFilterData *>(filterData));
+                        break;
+                    case EG_HEAP:
+                        wants = static_cast<IHeapFilter *>(filter)->ShouldNotify(
+                            *static_cast<SHeapFilterData *>(filterData));
+                        break;
+                    case EG_MONITOR:
+                        wants = static_cast<IMonitorFilter *>(filter)->ShouldNotify(
+                            *static_cast<SMonitorFilterData *>(filterData));
+                        break;
+                    case EG_THREAD_INTERACTION:
+                        wants = static_cast<IThreadInteractionFilter *>(filter)->ShouldNotify(
+                            *static_cast<SThreadInteractionFilterData *>(filterData));
+                        break;
+                    default:
+                        break;
+                }
+            } catch (...) {
+                wants = false;
+                filterFailures_.fetch_add(1, std::memory_order_relaxed);
+                if (!client->filterFailureLogged.exchange(true)) {
+                    LogLine("client '" + client->name + "': its filter threw " +
+                            CurrentExceptionText() +
+                            "; the element is treated as not wanted (further failures are "
+                            "counted, not logged)");
+                }
+            }
+        }
+        if (wants) mask |= ClientMask{1} << client->index;
+    }
+    entry->second = mask;
+    return mask;
+}
+
+// ---- Contained failures ------------------------------------------------------------
+
+void Registry::ReportHandlerFailure(std::uint32_t clientIndex, TEventType event) noexcept {
+    handlerFailures_.fetch_add(1, std::memory_order_relaxed);
+    Client &client = *clients_[clientIndex];
+    client.handlerFailures.fetch_add(1, std::memory_order_relaxed);
+    if (client.failureLogged.exchange(true)) return;
+    try {
+        LogLine("client '" + client.name + "': its " + EventName(event) + " handler threw " +
+                CurrentExceptionText() +
+                "; the event went on to the other clients (further failures are counted, "
+                "not logged)");
+    } catch (...) {
+        // Out of memory while logging: the count above still records the failure.
+    }
+}
+
+Diagnostics Registry::GetDiagnostics() const noexcept {
+    Diagnostics d;
+    d.reentrantEventsSuppressed = reentrant_.load(std::memory_order_relaxed);
+    d.handlerFailures = handlerFailures_.load(std::memory_order_relaxed);
+    d.filterFailures = filterFailures_.load(std::memory_order_relaxed);
+    d.filterCalls = filterCalls_.load(std::memory_order_relaxed);
+    return d;
+}
+
+std::string Registry::ClientName(TId clientId) const {
+    const Client *c = Find(clientId);
+    return c ? c->name : std::string();
+}
+
+std::uint64_t Registry::ClientHandlerFailures(TId clientId) const noexcept {
+    const Client *c = Find(clientId);
+    return c ? c->handlerFailures.load(std::memory_order_relaxed) : 0;
+}
+
+// ---- Core (thin forwarding) ------------------------------------------------------
+
+Core::Core(Provider &provider) : registry_(std::make_unique<Registry>(*this, provider)) {}
+Core::~Core() = default;
+
+Core::LoadResult Core::LoadClient(const ClientSpec &spec) { return registry_->Load(spec); }
+
+Core::LoadResult Core::AddClient(std::string name, MPICL_Instantiate_t instantiate,
+                                 std::string options) {
+    return registry_->Instantiate(std::move(name), nullptr, instantiate, options);
+}
+
+void Core::FinishInit() { registry_->FinishInit(); }
+void Core::SetLive(bool live) { registry_->SetLive(live); }
+
+ClientMask Core::CallGraphInterest(TId methodId, SCallGraphFilterData &data) {
+    return registry_->Interest(EG_CALL_GRAPH, methodId, &data);
+}
+ClientMask Core::HeapInterest(TId classId, SHeapFilterData &data) {
+    return registry_->Interest(EG_HEAP, classId, &data);
+}
+ClientMask Core::MonitorInterest(TId classId, SMonitorFilterData &data) {
+    return registry_->Interest(EG_MONITOR, classId, &data);
+}
+ClientMask Core::ThreadInteractionInterest(TId methodId, SThreadInteractionFilterData &data) {
+    return registry_->Interest(EG_THREAD_INTERACTION, methodId, &data);
+}
+
+IMpi &Core::Mpi() noexcept { return *registry_; }
+Diagnostics Core::GetDiagnostics() const noexcept { return registry_->GetDiagnostics(); }
+unsigned Core::ClientCount() const noexcept { return registry_->ClientCount(); }
+std::string Core::ClientName(TId clientId) const { return registry_->ClientName(clientId); }
+std::uint64_t Core::ClientHandlerFailures(TId clientId) const noexcept {
+    return registry_->ClientHandlerFailures(clientId);
+}
+void Core::CountReentrant() noexcept { registry_->CountReentrant(); }
+void Core::ReportHandlerFailure(std::uint32_t clientIndex, TEventType event) noexcept {
+    registry_->ReportHandlerFailure(clientIndex, event);
+}
+
+}  // namespace martini::core

@@ -1,0 +1,115 @@
+// Martini Profiling Interface: IMpi, the interface a client calls.
+//
+// Phases: INSTANTIATE (inside MPICL_Instantiate), INIT (after instantiate, before the
+// VmInit event), LIVE (from VmInit until VmShutdown returns), DEAD (after).
+//
+// Threading: every function may be called from any thread and from inside an event
+// handler unless its comment says otherwise. Functions never throw.
+#pragma once
+
+#include "martini/mpi/base.h"
+#include "martini/mpi/data_requests.h"
+#include "martini/mpi/events.h"
+#include "martini/mpi/filters.h"
+
+namespace Martini {
+namespace MPI {
+
+class IMpi {
+public:
+    // -- Registration (phase INSTANTIATE only, on the thread running MPICL_Instantiate)
+
+    // Registers `observer` for the event it implements (observer.Type()). The observer
+    // must outlive the runtime. EventDataTypes() is read now.
+    // MRTE_RESULT_OK; MRTE_ERROR_ILLEGAL_ID (unknown clientId);
+    // MRTE_ERROR_PHASE_FAILURE (outside MPICL_Instantiate of this client);
+    // MRTE_ERROR_NOT_SUPPORTED (the runtime cannot raise this event);
+    // MRTE_ERROR_ILLEGAL_ARGUMENT (observer already registered, or unknown type).
+    virtual TResult RegisterEvent(TId clientId, IEventObserver &observer) = 0;
+
+    // Restricts `group`'s events for this client to the elements `filter` accepts.
+    // One filter per client and group; the filter must outlive the runtime.
+    // MRTE_RESULT_OK; MRTE_ERROR_ILLEGAL_ID; MRTE_ERROR_PHASE_FAILURE (outside
+    // MPICL_Instantiate); MRTE_ERROR_ILLEGAL_ARGUMENT (filter.Group() != group, or a
+    // filter is already set); MRTE_ERROR_NOT_SUPPORTED (group has no filters).
+    virtual TResult SetEventGroupFilter(TId clientId, TEventGroup group,
+                                        IEventFilter &filter) = 0;
+
+    // -- Event groups (any phase from INSTANTIATE on, any thread, inside handlers too)
+
+    // Starts/stops delivering `group`'s events to this client. Groups start enabled;
+    // a client may disable a group inside MPICL_Instantiate to start with it off.
+    // Takes effect for the next event raised on any thread. Events raised while the
+    // group is disabled are lost (a MethodLeave whose MethodEnter was raised while
+    // disabled is not delivered either, and vice versa).
+    // MRTE_RESULT_OK; MRTE_ERROR_ILLEGAL_ID; MRTE_ERROR_ILLEGAL_ARGUMENT (EG_NONE or
+    // unknown group).
+    virtual TResult EnableEventGroup(TId clientId, TEventGroup group) = 0;
+    virtual TResult DisableEventGroup(TId clientId, TEventGroup group) = 0;
+
+    // -- Data requests (phase LIVE; any thread; inside handlers too)
+    //
+    // Each fills *pData with the items in requestedDataTypes and sets pData->validData.
+    // MRTE_RESULT_OK: every requested item is valid.
+    // MRTE_ERROR_PARTIAL_INFO: some items could not be given; see validData.
+    // MRTE_ERROR_BUFFER_TOO_SHORT: a string or array did not fit (data_requests.h);
+    //   the others were written; retry with the sizes Martini wrote back.
+    // MRTE_ERROR_NULL_PTR: pData, or a requested item's buffer, is NULL.
+    // MRTE_ERROR_ILLEGAL_ID: clientId or the element id is not valid.
+    // MRTE_ERROR_NOT_SUPPORTED: an item is not one this request answers.
+    // MRTE_ERROR_PHASE_FAILURE: called before VmInit or after VmShutdown.
+    // MRTE_ERROR_FAIL: the runtime failed to answer.
+
+    virtual TResult GetModuleInfo(TId clientId, TId moduleId, BitSet requestedDataTypes,
+                                  SModuleInfo *pData) = 0;
+    virtual TResult GetClassInfo(TId clientId, TId classId, BitSet requestedDataTypes,
+                                 SClassInfo *pData) = 0;
+    virtual TResult GetMethodInfo(TId clientId, TId methodId, BitSet requestedDataTypes,
+                                  SMethodInfo *pData) = 0;
+    virtual TResult GetObjectInfo(TId clientId, TId objectId, BitSet requestedDataTypes,
+                                  SObjectInfo *pData) = 0;
+    virtual TResult GetThreadInfo(TId clientId, TId threadId, BitSet requestedDataTypes,
+                                  SThreadInfo *pData) = 0;
+    // All live threads. uiMaxStackDepth bounds each DR_VM_CALL_STACK (0: as many as
+    // each entry's stackTrace.uiSize holds). pData->entries must each be prepared
+    // like a single GetThreadInfo request.
+    virtual TResult GetAllThreadsInfo(TId clientId, unsigned int uiMaxStackDepth,
+                                      BitSet requestedDataTypes, SThreadInfoArray *pData) = 0;
+    virtual TResult GetObjectReferences(TId clientId, TId objectId, BitSet requestedDataTypes,
+                                        SObjectReferenceInfo *pData) = 0;
+    // The method whose compiled code contains `codeAddress`.
+    virtual TResult GetCompiledMethodInfo(TId clientId, UIOP codeAddress,
+                                          BitSet requestedDataTypes,
+                                          SCompiledMethodInfo *pData) = 0;
+
+    // -- Miscellaneous
+
+    // The id of the calling thread as the runtime knows it. Any phase, any thread.
+    // MRTE_RESULT_OK; MRTE_ERROR_NULL_PTR; MRTE_ERROR_ILLEGAL_ID; MRTE_ERROR_FAIL (the
+    // thread is not a runtime thread).
+    virtual TResult GetCurrentThreadId(TId clientId, TId *pThreadId) = 0;
+
+    // Runtime type, name and version. Any phase. MRTE_RESULT_OK; MRTE_ERROR_NULL_PTR;
+    // MRTE_ERROR_ILLEGAL_ID.
+    virtual TResult GetRuntimeInfo(TId clientId, SRuntimeInfo *pInfo) = 0;
+
+    // Suspends every runtime thread but the caller / resumes them. Phase LIVE, not
+    // from inside a handler of an event raised with the VM lock held (GC events).
+    // MRTE_RESULT_OK; MRTE_ERROR_ILLEGAL_ID; MRTE_ERROR_PHASE_FAILURE;
+    // MRTE_ERROR_NOT_SUPPORTED; MRTE_ERROR_FAIL.
+    virtual TResult SuspendVM(TId clientId) = 0;
+    virtual TResult ResumeVM(TId clientId) = 0;
+
+    // Forces a full garbage collection. Phase LIVE, not from a GC event handler.
+    // Same results as SuspendVM.
+    virtual TResult RunGC(TId clientId) = 0;
+
+    // MARTINI_MPI_VERSION of the Martini the client runs in. Any phase.
+    virtual unsigned int GetApiVersion() = 0;
+
+protected:
+    ~IMpi() {}  // Martini owns the implementation; clients never delete it.
+};
+
+}  // namespace MPI
+}  // namespace Martini
