@@ -310,8 +310,8 @@ public:
 #define MARTINI_MPI_X_OBSERVER_DATA(Name, Const, Items)                 \
     class I##Name##EventObserver : public IEventObserver {              \
     public:                                                             \
-        static const TEventType kEventType = Const;                     \
-        static const BitSet kSupportedData = Items;                     \
+        static constexpr TEventType kEventType = Const;                    \
+        static constexpr BitSet kSupportedData = Items;                    \
         typedef S##Name##EventData TEventData;                          \
         TEventType Type() final { return Const; }                       \
         virtual BitSet EventDataTypes() { return Items; }               \
@@ -321,8 +321,8 @@ public:
 #define MARTINI_MPI_X_OBSERVER_NODATA(Name, Const, Items)               \
     class I##Name##EventObserver : public IEventObserver {              \
     public:                                                             \
-        static const TEventType kEventType = Const;                     \
-        static const BitSet kSupportedData = Items;                     \
+        static constexpr TEventType kEventType = Const;                    \
+        static constexpr BitSet kSupportedData = Items;                    \
         typedef void TEventData;                                        \
         TEventType Type() final { return Const; }                       \
         virtual BitSet EventDataTypes() { return Items; }               \
