@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The README's main job (the bundled client over the bundled trace) prints the
+# program's known counts, and bad client configurations fail with a named cause.
+# usage: main_job_test.sh MARTINI_REPLAY SOURCE_ROOT
+set -uo pipefail
+replay=$1 root=$2
+trace="$root/examples/traces/shop.jsonl"
+passed=0 failed=0
+check() {  # check NAME EXPECTED_EXIT PATTERN -- COMMAND...
+  local name=$1 want_rc=$2 pattern=$3; shift 4
+  local out rc
+  out=$("$@" 2>&1); rc=$?
+  if [ "$rc" -eq "$want_rc" ] && grep -qE -- "$pattern" <<<"$out"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAIL: $name (exit $rc, wanted $want_rc; pattern '$pattern')"; echo "$out" | head -20
+  fi
+}
+check "callcount counts placeOrder 120 times" 0 \
+  ' 120 +0  com\.example\.shop\.OrderService\.placeOrder\(Lcom/example/shop/Order;\)Z' -- \
+  "$replay" --client callcount "$trace"
+check "callcount sees 16 exceptional exits of reserve" 0 \
+  ' 120 +16  com\.example\.shop\.Inventory\.reserve\(II\)V' -- "$replay" --client callcount "$trace"
+check "callcount summary names both threads" 0 'on 2 threads \(32 exceptional exits\)' -- \
+  "$replay" --client callcount "$trace"
+check "unknown client is named" 1 "client 'nosuch' not found" -- "$replay" --client nosuch "$trace"
+check "bad option refuses to start with the option named" 1 "unknown option 'colour'" -- \
+  "$replay" --client callcount=colour=red "$trace"
+check "bad option names the instantiate result" 1 "MPICL_Instantiate returned MRTE_ERROR_ILLEGAL_ARGUMENT" -- \
+  "$replay" --client callcount=top=0 "$trace"
+check "one bad client does not stop a good one" 0 ' 120 +0  com\.example\.shop\.OrderService' -- \
+  "$replay" --client nosuch --client /nonexistent/libx.so --client callcount "$trace"
+check "missing trace file is named" 1 "cannot open trace '/nonexistent.jsonl'" -- \
+  "$replay" --client callcount /nonexistent.jsonl
+bad=$(mktemp); trap 'rm -f "$bad"' EXIT
+head -n 1500 "$trace" > "$bad"; echo '{"event":"MethodEnter","thread":1}' >> "$bad"
+check "bad record stops playback, exit 2, data already collected is printed" 2 \
+  'callcount: [0-9]+ calls' -- "$replay" --client callcount "$bad"
+check "bad record is named with file and line" 2 ":1501: missing field \"method\"" -- \
+  "$replay" --client callcount "$bad"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
