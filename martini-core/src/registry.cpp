@@ -9,6 +9,8 @@
 
 namespace martini::core {
 
+constinit thread_local ThreadState tThreadState __attribute__((tls_model("initial-exec")));
+
 namespace {
 
 // Resolves an observer to the interface its event's dispatch calls. The static_cast

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs what building and testing Martini needs, from Debian 12's packages.
+# Run as root. Installs only what is missing, so a second run is quick.
+set -euo pipefail
+packages=(
+  g++ meson ninja-build pkg-config python3
+  libtbb-dev nlohmann-json3-dev        # core: filter cache, replay traces
+  libgtest-dev libgmock-dev            # tests
+  libbenchmark-dev libboost-dev        # benchmarks (Boost.Signals2 is the baseline)
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
