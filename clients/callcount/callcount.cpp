@@ -7,6 +7,7 @@
 #include <MpiAPI.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <memory>

@@ -47,7 +47,10 @@ std::string ResolveClientPath(ClientSpec &spec, const std::vector<std::string> &
                                (spec.name.size() > 3 &&
                                 spec.name.compare(spec.name.size() - 3, 3, ".so") == 0);
     if (looksLikePath) {
-        spec.path = spec.name;
+        // dlopen searches the library path, not the current directory, for a name
+        // without '/': "libmine.so" next to the user means "./libmine.so".
+        const bool bare = spec.name.find('/') == std::string::npos;
+        spec.path = bare && IsRegularFile(spec.name) ? "./" + spec.name : spec.name;
         return {};
     }
     std::string tried;

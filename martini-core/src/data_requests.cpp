@@ -231,7 +231,10 @@ TResult Registry::GetAllThreadsInfo(TId clientId, unsigned int maxDepth, BitSet 
             continue;
         }
         if (r != MRTE_RESULT_OK) return r;
-        result = Worse(result, WriteThread(requested, maxDepth, f, entry.threadInfo));
+        // Depth 0: as many frames as this entry's buffer holds (no room: all, so that
+        // BUFFER_TOO_SHORT says how many there are).
+        const unsigned depth = maxDepth != 0 ? maxDepth : entry.threadInfo.stackTrace.uiSize;
+        result = Worse(result, WriteThread(requested, depth, f, entry.threadInfo));
     }
     return result;
 }

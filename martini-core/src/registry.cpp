@@ -66,13 +66,24 @@ Registry::~Registry() {
     // (threads finishing handlers) until the process exits.
 }
 
+thread_local const Registry::Client *Registry::tInstantiating = nullptr;
+
+// A failed client's id is retired: it stays in clients_ (ids stay dense) but is not
+// valid any more.
 Registry::Client *Registry::Find(TId clientId) const noexcept {
-    if (clientId == 0 || clientId > clients_.size()) return nullptr;
-    return clients_[clientId - 1].get();
+    if (clientId == 0 || clientId > clientCount_.load(std::memory_order_acquire)) return nullptr;
+    Client *c = clients_[clientId - 1].get();
+    return c->state.load(std::memory_order_acquire) == Client::kFailed ? nullptr : c;
 }
 
 bool Registry::InInstantiateOf(const Client &client) const noexcept {
-    return instantiating_ == &client && instantiatingThread_ == std::this_thread::get_id();
+    return tInstantiating == &client;
+}
+
+unsigned Registry::ClientCount() const noexcept {
+    unsigned n = 0;
+    for (const auto &c : Clients()) n += c->state.load(std::memory_order_acquire) == Client::kLoaded ? 1 : 0;
+    return n;
 }
 
 // ---- Registration --------------------------------------------------------------
@@ -135,7 +146,7 @@ TResult Registry::SetGroupEnabled(TId clientId, TEventGroup group, bool enabled)
 
 void Registry::RecomputeEnabledLocked() {
     std::array<ClientMask, EV_LAST> masks{};
-    for (const auto &client : clients_) {
+    for (const auto &client : Clients()) {
         for (const auto &r : client->registrations) {
             const EEventGroup group = EventGroupOf(r.event);
             if (group == EG_NONE || client->groupEnabled[group]) {
@@ -155,7 +166,7 @@ void Registry::RecomputeEnabledLocked() {
 void Registry::FinishInit() {
     std::lock_guard lock(mutex_);
     if (frozen_) return;
-    for (const auto &client : clients_) {
+    for (const auto &client : Clients()) {
         for (const auto &r : client->registrations) {
             auto &table = core_.tables_[r.event];
             auto &slot = table.slots[table.count++];
@@ -182,6 +193,14 @@ Core::LoadResult Registry::Load(const ClientSpec &spec) {
         return result;
     };
     if (spec.path.empty()) return fail("no library path");
+    // Checked before dlopen, so that a refused library never runs its constructors.
+    {
+        std::lock_guard lock(mutex_);
+        if (frozen_) return fail("clients can only be loaded before the runtime starts (FinishInit)");
+        if (clientCount_.load() >= kMaxClients) {
+            return fail("too many clients (at most " + std::to_string(kMaxClients) + ")");
+        }
+    }
     void *handle = ::dlopen(spec.path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (handle == nullptr) {
         const char *why = ::dlerror();
@@ -205,7 +224,9 @@ Core::LoadResult Registry::Load(const ClientSpec &spec) {
             "(MPICL_MpiVersion is missing; build it with #include <MpiAPI.h>)");
     }
     const unsigned major = *version >> 16, minor = *version & 0xffff;
-    if (major != MARTINI_MPI_VERSION_MAJOR) {
+    // Another major version changed the ABI; a newer minor version may call IMpi
+    // methods this Martini's vtable does not have.
+    if (major != MARTINI_MPI_VERSION_MAJOR || minor > MARTINI_MPI_VERSION_MINOR) {
         return closeAndFail("it was built against MPI " + std::to_string(major) + "." +
                             std::to_string(minor) + " but this Martini implements MPI " +
                             std::to_string(MARTINI_MPI_VERSION_MAJOR) + "." +
@@ -228,20 +249,21 @@ Core::LoadResult Registry::Instantiate(std::string name, void *dlHandle,
     };
     std::lock_guard lock(mutex_);
     if (frozen_) return fail("clients can only be loaded before the runtime starts (FinishInit)");
-    if (clients_.size() >= kMaxClients) {
+    const std::size_t slot = clientCount_.load();
+    if (slot >= kMaxClients) {
         return fail("too many clients (at most " + std::to_string(kMaxClients) + ")");
     }
     auto client = std::make_unique<Client>();
-    client->id = clients_.size() + 1;
-    client->index = static_cast<std::uint32_t>(clients_.size());
+    client->id = slot + 1;
+    client->index = static_cast<std::uint32_t>(slot);
     client->name = name;
     client->dlHandle = dlHandle;
     client->groupEnabled.fill(true);
     Client *raw = client.get();
-    clients_.push_back(std::move(client));
+    clients_[slot] = std::move(client);
+    clientCount_.store(slot + 1, std::memory_order_release);
 
-    instantiating_ = raw;
-    instantiatingThread_ = std::this_thread::get_id();
+    tInstantiating = raw;
     TResult rc = MRTE_ERROR_FAIL;
     std::string thrown;
     try {
@@ -249,17 +271,18 @@ Core::LoadResult Registry::Instantiate(std::string name, void *dlHandle,
     } catch (...) {
         thrown = CurrentExceptionText();
     }
-    instantiating_ = nullptr;
+    tInstantiating = nullptr;
 
     if (!thrown.empty() || rc != MRTE_RESULT_OK) {
         // Leave no trace: the client's registrations never reach the tables, and its
         // id is retired (kept as a tombstone so later ids stay dense and stable).
         raw->registrations.clear();
         raw->filters.fill(nullptr);
-        raw->name += " (not loaded)";
+        raw->state.store(Client::kFailed, std::memory_order_release);
         return fail(thrown.empty() ? std::string("MPICL_Instantiate returned ") + ResultName(rc)
                                    : "MPICL_Instantiate threw " + thrown);
     }
+    raw->state.store(Client::kLoaded, std::memory_order_release);
     result.clientId = raw->id;
     return result;
 }
@@ -277,7 +300,7 @@ ClientMask Registry::Interest(EEventGroup group, TId elementId, void *filterData
     InterestCache::accessor entry;
     if (!cache.insert(entry, elementId)) return entry->second;
     ClientMask mask = 0;
-    for (const auto &client : clients_) {
+    for (const auto &client : Clients()) {
         bool observes = false;
         for (const auto &r : client->registrations) observes |= EventGroupOf(r.event) == group;
         if (!observes) continue;

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -56,7 +57,7 @@ public:
     void CountReentrant() noexcept { reentrant_.fetch_add(1, std::memory_order_relaxed); }
     void ReportHandlerFailure(std::uint32_t clientIndex, TEventType event) noexcept;
     Diagnostics GetDiagnostics() const noexcept;
-    unsigned ClientCount() const noexcept { return static_cast<unsigned>(clients_.size()); }
+    unsigned ClientCount() const noexcept;
     std::string ClientName(TId clientId) const;
     std::uint64_t ClientHandlerFailures(TId clientId) const noexcept;
 
@@ -77,6 +78,10 @@ private:
         std::atomic<std::uint64_t> handlerFailures{0};
         std::atomic<bool> failureLogged{false};
         std::atomic<bool> filterFailureLogged{false};
+        // kFailed retires the id. Atomic: other threads read it (a client's own
+        // threads may call IMpi while later clients are still loading).
+        enum State { kInstantiating, kLoaded, kFailed };
+        std::atomic<State> state{kInstantiating};
     };
 
     Client *Find(TId clientId) const noexcept;
@@ -89,13 +94,19 @@ private:
 
     Core &core_;
     Provider &provider_;
-    std::vector<std::unique_ptr<Client>> clients_;  // append-only during INIT
+    // Append-only during INIT. Fixed storage plus a published count, so that threads
+    // reading clients (a loaded client's own threads) never race with an append.
+    std::span<const std::unique_ptr<Client>> Clients() const noexcept {
+        return {clients_.data(), clientCount_.load(std::memory_order_acquire)};
+    }
+    std::array<std::unique_ptr<Client>, kMaxClients> clients_;
+    std::atomic<std::size_t> clientCount_{0};
     mutable std::mutex mutex_;                      // group toggles, loading
     bool frozen_ = false;
     std::atomic<bool> live_{false};
-    // The client whose MPICL_Instantiate is running, and on which thread.
-    Client *instantiating_ = nullptr;
-    std::thread::id instantiatingThread_;
+    // The client whose MPICL_Instantiate runs on this thread (nullptr on every other
+    // thread, so other threads' RegisterEvent calls see the wrong phase, race-free).
+    static thread_local const Client *tInstantiating;
 
     using InterestCache = tbb::concurrent_hash_map<TId, ClientMask>;
     std::array<InterestCache, EG_LAST> interest_;

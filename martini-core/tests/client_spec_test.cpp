@@ -47,6 +47,22 @@ TEST(ClientSpec, PathsAreUsedAsTheyAre) {
     EXPECT_EQ(spec.path, "./libx.so");
 }
 
+TEST(ClientSpec, BareLibraryFileNameInTheCurrentDirectoryGetsADotSlash) {
+    const auto dir = std::filesystem::temp_directory_path() / "martini-client-spec-cwd";
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir / "libhere.so") << "x";
+    const auto old = std::filesystem::current_path();
+    std::filesystem::current_path(dir);
+    ClientSpec here{"libhere.so", "", ""};
+    EXPECT_EQ(ResolveClientPath(here, {}), "");
+    EXPECT_EQ(here.path, "./libhere.so") << "dlopen would search the library path instead";
+    ClientSpec system{"libsystemwide.so", "", ""};
+    EXPECT_EQ(ResolveClientPath(system, {}), "");
+    EXPECT_EQ(system.path, "libsystemwide.so");
+    std::filesystem::current_path(old);
+    std::filesystem::remove_all(dir);
+}
+
 TEST(ClientSpec, BundledNamesAreFoundInTheSearchDirectories) {
     const auto dir = std::filesystem::temp_directory_path() / "martini-client-spec-test";
     std::filesystem::create_directories(dir / "mine");

@@ -73,6 +73,40 @@ TEST(Loader, ClientBuiltForAnotherMajorVersionIsRefusedNamingBothVersions) {
     EXPECT_NE(out.result.error.find(expected), std::string::npos) << out.result.error;
 }
 
+TEST(Loader, ClientBuiltForANewerMinorVersionIsRefused) {
+    FakeProvider provider;
+    Core core(provider);
+    auto out = Load(core, Spec("new_minor_client"));
+    EXPECT_FALSE(out.result.ok());
+    const std::string expected = "built against MPI " + std::to_string(MARTINI_MPI_VERSION_MAJOR) + "." +
+                                 std::to_string(MARTINI_MPI_VERSION_MINOR + 1);
+    EXPECT_NE(out.result.error.find(expected), std::string::npos) << out.result.error;
+}
+
+TEST(Loader, FailedClientIdIsNotValidAfterwards) {
+    FakeProvider provider;
+    Core core(provider);
+    auto good = Load(core, Spec("good_client"));
+    auto bad = Load(core, Spec("failing_client"));
+    ASSERT_TRUE(good.result.ok());
+    ASSERT_FALSE(bad.result.ok());
+    EXPECT_EQ(core.ClientCount(), 1u);
+    core.FinishInit();
+    const TId retired = good.result.clientId + 1;
+    EXPECT_EQ(core.Mpi().EnableEventGroup(retired, EG_CALL_GRAPH), MRTE_ERROR_ILLEGAL_ID);
+    TId thread = 0;
+    EXPECT_EQ(core.Mpi().GetCurrentThreadId(retired, &thread), MRTE_ERROR_ILLEGAL_ID);
+}
+
+TEST(Loader, NoClientLoadsAfterFinishInitAndItsLibraryIsNotOpened) {
+    FakeProvider provider;
+    Core core(provider);
+    core.FinishInit();
+    auto out = Load(core, Spec("good_client"));
+    EXPECT_FALSE(out.result.ok());
+    EXPECT_NE(out.result.error.find("before the runtime starts"), std::string::npos) << out.result.error;
+}
+
 TEST(Loader, ClientWithoutAVersionStampIsRefused) {
     FakeProvider provider;
     Core core(provider);

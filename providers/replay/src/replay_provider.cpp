@@ -114,8 +114,19 @@ public:
         const std::string name = Text(rec, "event");
         const TEventType event = EventFromName(name);
         if (event == EV_NONE) throw TraceError("unknown event \"" + name + "\"");
+        if (shutDown_) throw TraceError("record after VmShutdown");
         now_ = Number(rec, "t", now_ + 1000);  // synthetic clock: 1 us per record
-        if (rec.contains("thread")) p_.currentThread_ = Id(rec, "thread");
+        if (rec.contains("thread")) {
+            p_.currentThread_ = Id(rec, "thread");
+            // "location": where the thread's innermost frame is now (a call site, an
+            // allocation site), so stacks in events and data requests carry it.
+            if (rec.contains("location")) {
+                auto t = p_.threads_.find(p_.currentThread_);
+                if (t != p_.threads_.end() && !t->second.stack.empty()) {
+                    t->second.stack.back().location = static_cast<unsigned>(Number(rec, "location", 0));
+                }
+            }
+        }
         switch (event) {
             case EV_VM_INIT: VmInit(rec); break;
             case EV_VM_SHUTDOWN: VmShutdown(); break;
@@ -147,7 +158,10 @@ public:
             case EV_EC_SET_OUTPUT_DIRECTORY: OutputDirectory(rec); break;
             case EV_EC_CUSTOM_COMMAND: CustomCommand(rec); break;
             case EV_SAMPLE_HIT: SampleHit(rec); break;
-            default: throw TraceError("event \"" + name + "\" cannot be replayed");
+            // No default: a new catalog event fails to compile (-Wswitch) until the
+            // replay can play it.
+            case EV_NONE:
+            case EV_LAST: throw TraceError("unknown event \"" + name + "\"");
         }
     }
 
@@ -155,6 +169,7 @@ public:
     bool shutDown() const { return shutDown_; }
     void VmShutdown() {
         if (shutDown_) throw TraceError("VmShutdown was already replayed");
+        if (!started_) throw TraceError("VmShutdown before VmInit");
         shutDown_ = true;
         RaiseNoData<IVmShutdownEventObserver>();
         core_.SetLive(false);
@@ -209,7 +224,9 @@ private:
         started_ = true;
         core_.SetLive(true);
         SVmInitEventData d;
-        Put(d, Wanted<IVmInitEventObserver>(), DR_THREAD_ID, d.threadId, OptionalId(rec, "thread"));
+        if (const TId thread = OptionalId(rec, "thread"); thread != 0) {
+            Put(d, Wanted<IVmInitEventObserver>(), DR_THREAD_ID, d.threadId, thread);
+        }
         Raise<IVmInitEventObserver>(d);
     }
 
@@ -291,8 +308,8 @@ private:
         const BitSet w = Wanted<INewMethodEventObserver>();
         Put(d, w, DR_METHOD_ID, d.methodId, id);
         Put(d, w, DR_METHOD_NAME, d.szMethodName, stored.name.c_str());
-        Put(d, w, DR_METHOD_SIGNATURE, d.szMethodSig, stored.signature.c_str());
-        Put(d, w, DR_METHOD_ACCESS_TYPE, d.methodAccessType, stored.access);
+        if (!stored.signature.empty()) Put(d, w, DR_METHOD_SIGNATURE, d.szMethodSig, stored.signature.c_str());
+        if (stored.access != MAT_NONE) Put(d, w, DR_METHOD_ACCESS_TYPE, d.methodAccessType, stored.access);
         Put(d, w, DR_CLASS_ID, d.classId, classId);
         Put(d, w, DR_CLASS_NAME, d.szClassName, c.name.c_str());
         if (!c.sourceFile.empty()) Put(d, w, DR_SOURCE_FILE_NAME, d.szSourceFileName, c.sourceFile.c_str());
@@ -337,12 +354,14 @@ private:
 
     void DynamicCode(const json &rec) {
         const std::string name = Text(rec, "name");
+        const UIOP address = Number(rec, "address", 0);
+        const auto size = static_cast<unsigned>(Number(rec, "size", 0));
         SDynamicCodeGeneratedEventData d;
         const BitSet w = Wanted<IDynamicCodeGeneratedEventObserver>();
         Put(d, w, DR_CODE_NAME, d.szCodeName, name.c_str());
         if (w & DR_METHOD_CODE) {
-            d.uiCodeAddress = Number(rec, "address", 0);
-            Put(d, w, DR_METHOD_CODE, d.uiCodeSize, static_cast<unsigned>(Number(rec, "size", 0)));
+            d.uiCodeAddress = address;
+            Put(d, w, DR_METHOD_CODE, d.uiCodeSize, size);
         }
         Raise<IDynamicCodeGeneratedEventObserver>(d);
     }
@@ -359,7 +378,7 @@ private:
         Thread &t = LiveThread(rec);
         const TId id = Id(rec, "method");
         const Method &m = KnownMethod(id);
-        t.stack.push_back({id, 0});
+        t.stack.push_back({id, kUnknownLocation});
         if (m.callGraphInterest == 0) {
             ++p_.stats_.callsNotInstrumented;
             return;
@@ -437,9 +456,16 @@ private:
             o.arrayInfo.arrayType = ArrayTypeFromName(Text(rec, "array"));
             o.arrayInfo.uiNumElements = static_cast<unsigned>(Number(rec, "length", 0));
         }
-        if (auto it = rec.find("refs"); it != rec.end() && it->is_array()) {
-            for (const auto &ref : *it) o.references.push_back(ref.get<TId>());
+        if (auto it = rec.find("refs"); it != rec.end()) {
+            if (!it->is_array()) throw TraceError("field \"refs\" must be an array of object ids");
+            for (const auto &ref : *it) {
+                if (!ref.is_number_unsigned() || ref.get<TId>() == 0) {
+                    throw TraceError("field \"refs\" must be an array of positive object ids");
+                }
+                o.references.push_back(ref.get<TId>());
+            }
         }
+        const auto location = static_cast<unsigned>(Number(rec, "location", 0));
         if (c.heapInterest == 0) return;
         SObjectAllocEventData d;
         const BitSet w = Wanted<IObjectAllocEventObserver>();
@@ -451,8 +477,7 @@ private:
         if (!t.stack.empty()) {
             if (w & DR_ALLOC_LOCATION) {
                 d.allocMethodId = t.stack.back().methodId;
-                Put(d, w, DR_ALLOC_LOCATION, d.uiAllocLocation,
-                    static_cast<unsigned>(Number(rec, "location", 0)));
+                Put(d, w, DR_ALLOC_LOCATION, d.uiAllocLocation, location);
             }
         }
         if (w & DR_VM_CALL_STACK) {
@@ -493,7 +518,10 @@ private:
         if (it == rec.end() || !it->is_array()) throw TraceError("field \"moved\" must be [[old, new], ...]");
         std::vector<SMovedReference> moved;
         for (const auto &pair : *it) {
-            if (!pair.is_array() || pair.size() != 2) throw TraceError("field \"moved\" must be [[old, new], ...]");
+            if (!pair.is_array() || pair.size() != 2 || !pair[0].is_number_unsigned() ||
+                !pair[1].is_number_unsigned() || pair[0].get<TId>() == 0 || pair[1].get<TId>() == 0) {
+                throw TraceError("field \"moved\" must be [[old, new], ...] with positive object ids");
+            }
             moved.push_back({pair[0].get<TId>(), pair[1].get<TId>()});
         }
         for (const auto &m : moved) {
@@ -551,7 +579,7 @@ private:
         const BitSet w = Wanted<IMonitorWaitEventObserver>();
         const ClientMask mask = FillMonitor(d, w, rec);
         Put(d, w, DR_MONITOR_TIMEOUT, d.timeoutMs, static_cast<std::int64_t>(Number(rec, "timeout", 0)));
-        p_.threads_[p_.currentThread_].state = rec.contains("timeout") ? TS_TIMED_WAITING : TS_WAITING;
+        p_.threads_[p_.currentThread_].state = Number(rec, "timeout", 0) > 0 ? TS_TIMED_WAITING : TS_WAITING;
         if (mask != 0) Raise<IMonitorWaitEventObserver>(d, mask);
     }
 
@@ -592,15 +620,16 @@ private:
             const Method &m = KnownMethod(site);
             filterData = {KnownClass(m.classId).name.c_str(), m.name.c_str(), m.signature.c_str()};
         }
+        std::pair<TId, TId> target{0, 0};
+        if (rec.contains("object")) target = MonitorObject(rec);
         const ClientMask mask = core_.ThreadInteractionInterest(site, filterData);
         if (mask == 0) return;
         SThreadInteractionEventData d;
         const BitSet w = Wanted<IThreadInteractionEventObserver>();
         Put(d, w, DR_THREAD_ID, d.threadId, p_.currentThread_);
-        if (rec.contains("object")) {
-            const auto [object, classId] = MonitorObject(rec);
-            Put(d, w, DR_OBJECT_ID, d.objectId, object);
-            Put(d, w, DR_CLASS_ID, d.classId, classId);
+        if (target.first != 0) {
+            Put(d, w, DR_OBJECT_ID, d.objectId, target.first);
+            Put(d, w, DR_CLASS_ID, d.classId, target.second);
         }
         Put(d, w, DR_INTERACTION_TYPE, d.interactionType, type);
         Put(d, w, DR_CPU_TIMESTAMP, d.uiCpuTimestamp, now_);
@@ -616,10 +645,11 @@ private:
 
     void CustomCommand(const json &rec) {
         const std::string data = Text(rec, "data", false);
+        const auto commandId = static_cast<unsigned>(Number(rec, "id", 0));
         SEcCustomCommandEventData d;
         const BitSet w = Wanted<IEcCustomCommandEventObserver>();
         if (w & DR_COMMAND) {
-            d.uiCommandId = static_cast<unsigned>(Number(rec, "id", 0));
+            d.uiCommandId = commandId;
             d.szCommandData = data.c_str();
             d.validData |= DR_COMMAND;
         }
@@ -697,6 +727,7 @@ const ReplayProvider::Thread *ReplayProvider::FindThread(TId id) const {
 }
 
 unsigned ReplayProvider::LineFor(const Method &m, unsigned location) const {
+    if (location == kUnknownLocation) return 0;
     unsigned line = 0;
     for (const auto &entry : m.lines) {
         if (entry.uiOffset > location) break;
@@ -751,7 +782,8 @@ TResult ReplayProvider::DescribeMethod(TId id, BitSet, core::MethodFacts &f) noe
     f.classId = m->classId;
     f.accessType = m->access;
     f.lines = m->lines;
-    f.given = DR_METHOD_NAME | DR_METHOD_SIGNATURE | DR_CLASS_NAME | DR_CLASS_ID | DR_METHOD_LINE_NUMBERS;
+    f.given = DR_METHOD_NAME | DR_CLASS_NAME | DR_CLASS_ID | DR_METHOD_LINE_NUMBERS;
+    if (!m->signature.empty()) f.given |= DR_METHOD_SIGNATURE;
     if (m->access != MAT_NONE) f.given |= DR_METHOD_ACCESS_TYPE;
     if (!c.sourceFile.empty()) {
         f.sourceFile = c.sourceFile;

@@ -28,7 +28,7 @@ const char kTrace[] = R"(
 {"event":"ObjectAlloc","thread":1,"object":500,"class":10,"size":48,"refs":[501,502]}
 {"event":"ObjectAlloc","thread":1,"object":501,"class":10,"size":16,"array":"int","length":3}
 {"event":"MethodEnter","thread":1,"method":100}
-{"event":"MethodEnter","thread":1,"method":101}
+{"event":"MethodEnter","thread":1,"method":101,"location":5}
 {"event":"MethodEnter","thread":2,"method":110}
 {"event":"EcCustomCommand","thread":1,"id":1}
 )";
@@ -257,8 +257,11 @@ TEST(DataRequests, GetThreadInfoGivesNameGroupParentStateAndStackInnermostFirst)
         ASSERT_EQ(mpi.GetThreadInfo(id, 1, DR_VM_CALL_STACK, &mainInfo), MRTE_RESULT_OK);
         ASSERT_EQ(mainInfo.stackTrace.uiActualSize, 2u);
         EXPECT_EQ(frames[0].methodId, 101u) << "innermost first";
+        EXPECT_EQ(frames[0].uiLocation, ~0u) << "innermost frame: location unknown";
+        EXPECT_EQ(frames[0].uiLineNumber, 0u);
         EXPECT_EQ(frames[1].methodId, 100u);
-        EXPECT_EQ(frames[1].uiLineNumber, 20u);
+        EXPECT_EQ(frames[1].uiLocation, 5u) << "the call site the trace recorded";
+        EXPECT_EQ(frames[1].uiLineNumber, 21u);
         // Main has no parent: PARTIAL_INFO, the rest valid.
         EXPECT_EQ(mpi.GetThreadInfo(id, 1, DR_VM_CALL_STACK | DR_THREAD_PARENT_ID, &mainInfo),
                   MRTE_ERROR_PARTIAL_INFO);
@@ -291,6 +294,12 @@ TEST(DataRequests, GetAllThreadsInfoListsLiveThreadsAndSaysHowManyWhenShort) {
         EXPECT_EQ(entries[0].threadInfo.stackTrace.uiActualSize, 1u) << "bounded by uiMaxStackDepth";
         EXPECT_EQ(frames[0][0].methodId, 101u);
         EXPECT_STREQ(names[1], "worker-7");
+
+        // Depth 0: each stack bounded by its own buffer, not an error.
+        entries[0].threadInfo.stackTrace.uiSize = 1;
+        ASSERT_EQ(mpi.GetAllThreadsInfo(id, 0, DR_VM_CALL_STACK, &all), MRTE_RESULT_OK);
+        EXPECT_EQ(entries[0].threadInfo.stackTrace.uiActualSize, 1u);
+        EXPECT_EQ(frames[0][0].methodId, 101u);
     });
 }
 

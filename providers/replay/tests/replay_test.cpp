@@ -153,7 +153,27 @@ INSTANTIATE_TEST_SUITE_P(
                     BadRecord{R"({"event":"MethodLeave","thread":1})", "no method entered"},
                     BadRecord{R"({"event":"NewMethod","method":12,"class":1,"name":"m","access":"public"})",
                               "field \"access\" must be"},
-                    BadRecord{R"({"event":"VmInit"})", "VmInit was already replayed"}));
+                    BadRecord{R"({"event":"VmInit"})", "VmInit was already replayed"},
+                    BadRecord{R"({"event":"ObjectAlloc","thread":1,"object":5,"class":1,"refs":7})",
+                              "field \"refs\" must be an array"},
+                    BadRecord{R"({"event":"GcMovedReferences","moved":[[0,3]]})", "positive object ids"}));
+
+TEST(Replay, RecordsAfterVmShutdownAreBadRecords) {
+    CallRecorder r;
+    auto p = PlayText(r, kHeader + R"({"event":"VmShutdown"}
+{"event":"MethodEnter","thread":1,"method":10}
+)");
+    EXPECT_NE(p.error.find("t.jsonl:9: record after VmShutdown"), std::string::npos) << p.error;
+    EXPECT_EQ(r.shutdowns, 1);
+}
+
+TEST(Replay, VmShutdownBeforeVmInitIsABadRecord) {
+    CallRecorder r;
+    auto p = PlayText(r, R"({"event":"VmShutdown"}
+)");
+    EXPECT_NE(p.error.find("t.jsonl:1: VmShutdown before VmInit"), std::string::npos) << p.error;
+    EXPECT_EQ(r.shutdowns, 0);
+}
 
 TEST(Replay, LeaveOfAnotherMethodThanTheInnermostIsABadRecord) {
     CallRecorder r;

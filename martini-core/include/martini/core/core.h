@@ -87,8 +87,9 @@ public:
     // Loads a client library (dlopen), checks its MPI version and calls its
     // MPICL_Instantiate. On failure (missing file, missing entry point, version
     // mismatch, Instantiate returning an error or throwing, too many clients) logs one
-    // line naming the client and the cause, leaves no trace of the client, and
-    // returns the message; the other clients are unaffected.
+    // line naming the client and the cause and returns the message; the client's
+    // registrations are dropped and its id is not valid (it still uses one of the
+    // kMaxClients slots). The other clients are unaffected.
     struct LoadResult {
         TId clientId = 0;   // 0 on failure
         std::string error;  // empty on success

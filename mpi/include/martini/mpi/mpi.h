@@ -24,7 +24,8 @@ public:
     // MRTE_RESULT_OK; MRTE_ERROR_ILLEGAL_ID (unknown clientId);
     // MRTE_ERROR_PHASE_FAILURE (outside MPICL_Instantiate of this client);
     // MRTE_ERROR_NOT_SUPPORTED (the runtime cannot raise this event);
-    // MRTE_ERROR_ILLEGAL_ARGUMENT (observer already registered, or unknown type).
+    // MRTE_ERROR_ILLEGAL_ARGUMENT (observer already registered, or unknown type);
+    // MRTE_ERROR_FAIL (EventDataTypes() threw).
     virtual TResult RegisterEvent(TId clientId, IEventObserver &observer) = 0;
 
     // Restricts `group`'s events for this client to the elements `filter` accepts.
@@ -40,8 +41,10 @@ public:
     // Starts/stops delivering `group`'s events to this client. Groups start enabled;
     // a client may disable a group inside MPICL_Instantiate to start with it off.
     // Takes effect for the next event raised on any thread. Events raised while the
-    // group is disabled are lost (a MethodLeave whose MethodEnter was raised while
-    // disabled is not delivered either, and vice versa).
+    // group is disabled are not delivered to this client, so frames that straddle a
+    // toggle show only their MethodLeave (disabled at enter) or only their MethodEnter
+    // (disabled at leave): a client that keeps call stacks must tolerate both. While
+    // the group stays enabled, every leave pairs with its enter, in order, per thread.
     // MRTE_RESULT_OK; MRTE_ERROR_ILLEGAL_ID; MRTE_ERROR_ILLEGAL_ARGUMENT (EG_NONE or
     // unknown group).
     virtual TResult EnableEventGroup(TId clientId, TEventGroup group) = 0;

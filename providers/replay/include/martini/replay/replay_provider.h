@@ -4,8 +4,9 @@
 // without a runtime.
 //
 // Playback runs on the calling thread. Trace threads are the trace's own ids; while a
-// record is played, GetCurrentThreadId answers that record's thread. Data requests
-// are answered during Play (from handlers) and after it, on the playing thread.
+// record is played, GetCurrentThreadId answers that record's thread. Data requests are
+// answered from handlers during Play, between the trace's VmInit and VmShutdown (the
+// core's LIVE phase), on the playing thread.
 #pragma once
 
 #include "martini/core/core.h"
@@ -85,9 +86,10 @@ public:
         unsigned int codeSize = 0;
         ClientMask callGraphInterest = 0;  // decided once, at NewMethod ("instrumentation")
     };
+    static constexpr unsigned kUnknownLocation = ~0u;  // as SStackEntry::uiLocation
     struct Frame {
         TId methodId;
-        unsigned int location;
+        unsigned int location;  // offset in the method, kUnknownLocation until a record says
     };
     struct Thread {
         std::string name;
