@@ -7,6 +7,7 @@ packages=(
   libtbb-dev nlohmann-json3-dev        # core: filter cache, replay traces
   libgtest-dev libgmock-dev            # tests
   libbenchmark-dev libboost-dev        # benchmarks (Boost.Signals2 is the baseline)
+  openjdk-17-jdk-headless              # JVM provider: JVMTI headers, javac/java for its tests
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -22,8 +22,8 @@
 #include "martini/mpi/mpi.h"
 
 // Every client compiled with this header records the MPI version it was built
-// against, so that Martini can refuse a client built for another major version
-// instead of crashing on a changed vtable. (Weak: one definition per library, however
+// against, so that Martini can refuse a client built for another major version, or a
+// newer minor one, instead of crashing on a changed vtable. (Weak: one definition per library, however
 // many of its files include this header.)
 #ifndef MARTINI_NO_CLIENT_VERSION_STAMP
 extern "C" {

@@ -8,9 +8,10 @@
 #include <cstdint>
 
 // MPI API version. A client records the version it was compiled against (see
-// MPICL_MpiVersion in MpiAPI.h); Martini refuses a client whose major version differs
-// and names both versions. Minor versions only append (new events, new data items,
-// new IMpi methods at the end of the vtable).
+// MPICL_MpiVersion in MpiAPI.h); Martini refuses a client whose major version differs,
+// or whose minor version is newer than its own (it may call IMpi methods this Martini
+// lacks), and names both versions. Minor versions only append (new events, new data
+// items, new IMpi methods at the end of the vtable).
 #define MARTINI_MPI_VERSION_MAJOR 2
 #define MARTINI_MPI_VERSION_MINOR 1
 #define MARTINI_MPI_VERSION ((MARTINI_MPI_VERSION_MAJOR << 16) | MARTINI_MPI_VERSION_MINOR)

@@ -1,0 +1,75 @@
+// martini-instrument: rewrites the .class files of a directory the way the JVM agent
+// does at class load, for testing the rewriter with the JVM's own verifier.
+//
+//   martini-instrument [--prefix P]... IN_DIR OUT_DIR ID_MAP
+//
+// Every method with code of every class under IN_DIR (whose name starts with one of
+// the --prefix values, when given) gets probes; ids are given in file order and
+// written to ID_MAP as "id<TAB>class<TAB>method<TAB>descriptor". Classes nobody wants
+// are copied byte-for-byte. Exit 0 unless a file cannot be read or written.
+#include "instrumenter.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+
+int main(int argc, char **argv) {
+    std::vector<std::string> prefixes, positional;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        if (a == "--prefix" && i + 1 < argc) {
+            prefixes.push_back(argv[++i]);
+        } else {
+            positional.push_back(a);
+        }
+    }
+    if (positional.size() != 3) {
+        std::fprintf(stderr, "usage: martini-instrument [--prefix P]... IN_DIR OUT_DIR ID_MAP\n");
+        return 1;
+    }
+    const fs::path in = positional[0], out = positional[1];
+    std::ofstream map(positional[2]);
+    std::vector<fs::path> files;
+    for (const auto &e : fs::recursive_directory_iterator(in)) {
+        if (e.is_regular_file() && e.path().extension() == ".class") files.push_back(e.path());
+    }
+    std::sort(files.begin(), files.end());
+    std::int64_t nextId = 1;
+    unsigned classes = 0, methods = 0, skipped = 0;
+    for (const auto &f : files) {
+        std::ifstream is(f, std::ios::binary);
+        std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(is)), {});
+        auto select = [&](const martini::jvm::ClassDecl &c, const martini::jvm::MethodDecl &m) -> std::int64_t {
+            bool wanted = prefixes.empty();
+            for (const auto &p : prefixes) wanted |= c.internalName.rfind(p, 0) == 0;
+            if (!wanted) return martini::jvm::kNoProbe;
+            const std::int64_t id = nextId++;
+            map << id << '\t' << c.internalName << '\t' << m.name << '\t' << m.descriptor << '\n';
+            return id;
+        };
+        const auto r = martini::jvm::InstrumentClass(bytes, select);
+        if (!r.parsed) std::fprintf(stderr, "martini-instrument: %s: not instrumented: %s\n", f.c_str(), r.error.c_str());
+        for (const auto &s : r.skipped) std::fprintf(stderr, "martini-instrument: %s: left alone: %s\n", f.c_str(), s.c_str());
+        classes += r.changed ? 1 : 0;
+        methods += r.instrumented;
+        skipped += static_cast<unsigned>(r.skipped.size());
+        const fs::path dest = out / fs::relative(f, in);
+        fs::create_directories(dest.parent_path());
+        std::ofstream os(dest, std::ios::binary);
+        const auto &data = r.changed ? r.bytes : bytes;
+        os.write(reinterpret_cast<const char *>(data.data()), static_cast<std::streamsize>(data.size()));
+        if (!os) {
+            std::fprintf(stderr, "martini-instrument: cannot write %s\n", dest.c_str());
+            return 1;
+        }
+    }
+    std::fprintf(stderr, "martini-instrument: %u classes rewritten, %u methods instrumented, %u left alone\n", classes,
+                 methods, skipped);
+    return 0;
+}
