@@ -3,7 +3,9 @@
 // runtime with a provider (and under martini-replay).
 //
 // Options (comma-separated key=value): top=N (rows, default 20), out=FILE (write the
-// table there instead of stderr). An unknown key or a bad value refuses to start.
+// table there instead of stderr), include=PREFIX (only classes whose name starts with
+// PREFIX, e.g. include=com.acme.; repeatable). An unknown key or a bad value refuses
+// to start.
 #include <MpiAPI.h>
 
 #include <algorithm>
@@ -70,6 +72,18 @@ TId g_clientId = 0;
 CallTables g_tables;
 std::size_t g_top = 20;
 std::string g_outPath;
+std::vector<std::string> g_includes;
+
+// Asked once per method when the runtime instruments it, never per call.
+class IncludeFilter : public ICallGraphFilter {
+public:
+    bool ShouldNotify(SCallGraphFilterData &data) override {
+        for (const auto &prefix : g_includes) {
+            if (std::strncmp(data.szClassName, prefix.c_str(), prefix.size()) == 0) return true;
+        }
+        return false;
+    }
+};
 
 class EnterObserver : public IMethodEnterEventObserver {
 public:
@@ -159,6 +173,7 @@ public:
 EnterObserver g_enter;
 LeaveObserver g_leave;
 ShutdownObserver g_shutdown;
+IncludeFilter g_filter;
 
 bool ParseOptions(const char *text) {
     std::string s(text ? text : "");
@@ -179,6 +194,12 @@ bool ParseOptions(const char *text) {
                 return false;
             }
             g_top = n;
+        } else if (key == "include") {
+            if (value.empty()) {
+                std::fprintf(stderr, "callcount: option include= needs a class-name prefix\n");
+                return false;
+            }
+            g_includes.push_back(value);
         } else if (key == "out") {
             if (value.empty()) {
                 std::fprintf(stderr, "callcount: option out= needs a file name\n");
@@ -186,7 +207,8 @@ bool ParseOptions(const char *text) {
             }
             g_outPath = value;
         } else {
-            std::fprintf(stderr, "callcount: unknown option '%s' (known: top=N, out=FILE)\n", key.c_str());
+            std::fprintf(stderr, "callcount: unknown option '%s' (known: top=N, out=FILE, include=PREFIX)\n",
+                         key.c_str());
             return false;
         }
     }
@@ -202,5 +224,6 @@ extern "C" API_EXPORT TResult MPICL_Instantiate(IMpi *pMpiApi, TId clientId, con
     TResult r = pMpiApi->RegisterEvent(clientId, g_enter);
     if (r == MRTE_RESULT_OK) r = pMpiApi->RegisterEvent(clientId, g_leave);
     if (r == MRTE_RESULT_OK) r = pMpiApi->RegisterEvent(clientId, g_shutdown);
+    if (r == MRTE_RESULT_OK && !g_includes.empty()) r = pMpiApi->SetEventGroupFilter(clientId, EG_CALL_GRAPH, g_filter);
     return r;
 }

@@ -166,19 +166,24 @@ void Registry::RecomputeEnabledLocked() {
 void Registry::FinishInit() {
     std::lock_guard lock(mutex_);
     if (frozen_) return;
-    for (const auto &client : Clients()) {
-        for (const auto &r : client->registrations) {
-            auto &table = core_.tables_[r.event];
-            auto &slot = table.slots[table.count++];
-            slot.observer = r.observer;
-            slot.clientBit = ClientMask{1} << client->index;
-            slot.wanted = r.wanted;
-            slot.clientIndex = client->index;
-            table.requested |= r.wanted;
-        }
-    }
     frozen_ = true;
-    RecomputeEnabledLocked();
+    RecomputeEnabledLocked();  // delivery starts: the enabled masks were all 0 so far
+}
+
+// A client's registrations enter the dispatch tables as soon as its instantiate
+// succeeds, so that HasObservers/RequestedData already answer during INIT (a provider
+// chooses the runtime's capabilities from them before FinishInit). Nothing is
+// delivered until FinishInit sets the enabled masks. Caller holds mutex_.
+void Registry::CommitLocked(const Client &client) {
+    for (const auto &r : client.registrations) {
+        auto &table = core_.tables_[r.event];
+        auto &slot = table.slots[table.count++];
+        slot.observer = r.observer;
+        slot.clientBit = ClientMask{1} << client.index;
+        slot.wanted = r.wanted;
+        slot.clientIndex = client.index;
+        table.requested |= r.wanted;
+    }
 }
 
 // ---- Loading -------------------------------------------------------------------
@@ -282,6 +287,7 @@ Core::LoadResult Registry::Instantiate(std::string name, void *dlHandle,
         return fail(thrown.empty() ? std::string("MPICL_Instantiate returned ") + ResultName(rc)
                                    : "MPICL_Instantiate threw " + thrown);
     }
+    CommitLocked(*raw);
     raw->state.store(Client::kLoaded, std::memory_order_release);
     result.clientId = raw->id;
     return result;

@@ -87,6 +87,7 @@ private:
     Client *Find(TId clientId) const noexcept;
     bool InInstantiateOf(const Client &client) const noexcept;
     TResult SetGroupEnabled(TId clientId, TEventGroup group, bool enabled);
+    void CommitLocked(const Client &client);
     // Recomputes every event table's `enabled` mask; caller holds mutex_.
     void RecomputeEnabledLocked();
     bool live() const noexcept { return live_.load(std::memory_order_acquire); }

@@ -117,6 +117,8 @@ public:
     ClientMask ThreadInteractionInterest(TId methodId,
                                          Martini::MPI::SThreadInteractionFilterData &data);
 
+    // These three answer from the moment a client's MPICL_Instantiate succeeded (a
+    // provider chooses the runtime's capabilities from them before FinishInit).
     // Union of the data items the observers of `event` asked for: compute only these.
     BitSet RequestedData(TEventType event) const noexcept {
         return tables_[event].requested;

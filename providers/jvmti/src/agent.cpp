@@ -1,0 +1,451 @@
+// The JVMTI agent: java -agentpath:<dir>/libmartini-jvmti.so=<config> ...
+//
+// <config> is "<client>[=<options>][;<client>[=<options>]]..." (see client_spec.h) or
+// "@<file.json>" holding {"clients": [{"client": "callcount", "options": "top=5"}]}.
+// A bad config or a client that does not load prints one line naming the problem,
+// and the JVM runs on without that client. Only Agent_OnLoad is exported.
+#include "jvm_provider.h"
+
+#include <dlfcn.h>
+#include <jni.h>
+#include <jvmti.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace martini::jvm {
+namespace {
+
+using namespace Martini::MPI;
+
+core::Core *gCore = nullptr;
+bool gCallGraph = false;  // some client observes MethodEnter/MethodLeave
+jclass gProbesClass = nullptr;
+
+void Log(const std::string &line) { std::fprintf(stderr, "martini: %s\n", line.c_str()); }
+
+std::string AgentDir() {
+    Dl_info info{};
+    if (dladdr(reinterpret_cast<void *>(&AgentDir), &info) == 0 || info.dli_fname == nullptr) return ".";
+    std::string path = info.dli_fname;
+    const auto slash = path.rfind('/');
+    return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+std::vector<std::string> ClientSearchDirs(const std::string &agentDir) {
+    std::vector<std::string> dirs;
+    if (const char *env = std::getenv("MARTINI_CLIENT_PATH")) {
+        std::string s(env);
+        for (std::size_t start = 0; start <= s.size();) {
+            const auto end = s.find(':', start);
+            std::string d = s.substr(start, end == std::string::npos ? std::string::npos : end - start);
+            if (!d.empty()) dirs.push_back(d);
+            if (end == std::string::npos) break;
+            start = end + 1;
+        }
+    }
+    dirs.push_back(agentDir + "/clients");           // installed: <libdir>/martini/clients
+    dirs.push_back(agentDir + "/../../clients");     // build tree: build/providers/jvmti -> build/clients
+    return dirs;
+}
+
+// "@file.json" -> the same list as the text form.
+std::string ReadJsonConfig(const std::string &path, std::vector<core::ClientSpec> &out) {
+    std::ifstream in(path);
+    if (!in) return "cannot read the configuration file '" + path + "'";
+    nlohmann::json j;
+    try {
+        j = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::parse_error &e) {
+        return "configuration file '" + path + "': " + e.what();
+    }
+    if (!j.is_object()) return "configuration file '" + path + "': expected an object with \"clients\"";
+    for (auto it = j.begin(); it != j.end(); ++it) {
+        if (it.key() != "clients") return "configuration file '" + path + "': unknown field \"" + it.key() + "\"";
+    }
+    const auto clients = j.find("clients");
+    if (clients == j.end() || !clients->is_array()) {
+        return "configuration file '" + path + "': \"clients\" must be an array";
+    }
+    for (std::size_t i = 0; i < clients->size(); ++i) {
+        const auto &c = (*clients)[i];
+        const std::string where = "configuration file '" + path + "': clients[" + std::to_string(i) + "]";
+        if (!c.is_object() || !c.contains("client") || !c["client"].is_string()) {
+            return where + " needs a \"client\" string";
+        }
+        for (auto f = c.begin(); f != c.end(); ++f) {
+            if (f.key() != "client" && f.key() != "options") return where + ": unknown field \"" + f.key() + "\"";
+        }
+        core::ClientSpec spec;
+        spec.name = c["client"].get<std::string>();
+        if (c.contains("options")) {
+            if (!c["options"].is_string()) return where + ": \"options\" must be a string";
+            spec.options = c["options"].get<std::string>();
+        }
+        out.push_back(std::move(spec));
+    }
+    return {};
+}
+
+// ---- JVMTI callbacks: each forwards to the provider or raises one event. ----------------
+
+void JNICALL OnVmInit(jvmtiEnv *jvmti, JNIEnv *jni, jthread) {
+    if (gCallGraph) {
+        // The probes' natives, and every named module's readability of the bootstrap
+        // class path's unnamed module (where martini.runtime.Probes lives), before any
+        // instrumented code can run.
+        jclass probes = jni->FindClass("martini/runtime/Probes");
+        if (probes == nullptr) {
+            jni->ExceptionClear();
+            Log("cannot load martini.runtime.Probes (martini-probes.jar next to the agent?): no call-graph events");
+        } else {
+            static JNINativeMethod natives[] = {
+                {const_cast<char *>("enter"), const_cast<char *>("(I)V"),
+                 reinterpret_cast<void *>(+[](JNIEnv *env, jclass, jint id) { gProvider->Enter(env, id); })},
+                {const_cast<char *>("leave"), const_cast<char *>("(I)V"),
+                 reinterpret_cast<void *>(+[](JNIEnv *env, jclass, jint id) { gProvider->Leave(env, id, false); })},
+                {const_cast<char *>("leaveExceptional"), const_cast<char *>("(I)V"),
+                 reinterpret_cast<void *>(+[](JNIEnv *env, jclass, jint id) { gProvider->Leave(env, id, true); })},
+            };
+            gProbesClass = static_cast<jclass>(jni->NewGlobalRef(probes));
+            if (jni->RegisterNatives(probes, natives, 3) != 0) {
+                jni->ExceptionClear();
+                Log("cannot bind martini.runtime.Probes natives: no call-graph events");
+            } else {
+                jclass classClass = jni->FindClass("java/lang/Class");
+                jmethodID getModule = jni->GetMethodID(classClass, "getModule", "()Ljava/lang/Module;");
+                jobject probesModule = jni->CallObjectMethod(probes, getModule);
+                jint count = 0;
+                jobject *modules = nullptr;
+                if (probesModule != nullptr && jvmti->GetAllModules(&count, &modules) == JVMTI_ERROR_NONE) {
+                    for (jint i = 0; i < count; ++i) jvmti->AddModuleReads(modules[i], probesModule);
+                    jvmti->Deallocate(reinterpret_cast<unsigned char *>(modules));
+                }
+                gProvider->SetInstrumenting(true);
+                // Classes loaded before now: retransform them, so the filters see
+                // their methods too (JDK classes included).
+                jint loaded = 0;
+                jclass *classes = nullptr;
+                if (jvmti->GetLoadedClasses(&loaded, &classes) == JVMTI_ERROR_NONE) {
+                    std::vector<jclass> modifiable;
+                    for (jint i = 0; i < loaded; ++i) {
+                        jboolean ok = JNI_FALSE;
+                        if (jvmti->IsModifiableClass(classes[i], &ok) == JVMTI_ERROR_NONE && ok &&
+                            !jni->IsSameObject(classes[i], probes)) {
+                            modifiable.push_back(classes[i]);
+                        }
+                    }
+                    if (!modifiable.empty() &&
+                        jvmti->RetransformClasses(static_cast<jint>(modifiable.size()), modifiable.data()) !=
+                            JVMTI_ERROR_NONE) {
+                        for (jclass c : modifiable) jvmti->RetransformClasses(1, &c);  // one bad class, not all
+                    }
+                    jvmti->Deallocate(reinterpret_cast<unsigned char *>(classes));
+                }
+            }
+        }
+    }
+    gCore->SetLive(true);
+    SVmInitEventData d;
+    d.threadId = gProvider->ContextOf(jni).id;
+    d.validData = DR_THREAD_ID;
+    gCore->Raise<IVmInitEventObserver>(d);
+}
+
+void JNICALL OnVmDeath(jvmtiEnv *, JNIEnv *) {
+    // After the last Java code (shutdown hooks ran): clients write their output here.
+    gCore->Raise<IVmShutdownEventObserver>();
+    gProvider->SetDead();
+    gCore->SetLive(false);
+    const auto &s = gProvider->GetStats();
+    const auto d = gCore->GetDiagnostics();
+    if (s.classesUnparsable || s.methodsLeftAlone || d.handlerFailures || d.filterFailures) {
+        std::fprintf(stderr,
+                     "martini: %llu classes could not be parsed, %llu methods left alone, %llu handler and %llu "
+                     "filter failures contained\n",
+                     (unsigned long long)s.classesUnparsable.load(), (unsigned long long)s.methodsLeftAlone.load(),
+                     (unsigned long long)d.handlerFailures, (unsigned long long)d.filterFailures);
+    }
+}
+
+void JNICALL OnClassFileLoadHook(jvmtiEnv *jvmti, JNIEnv *jni, jclass redefined, jobject loader, const char *name,
+                                 jobject, jint length, const unsigned char *data, jint *newLength,
+                                 unsigned char **newData) {
+    if (gProvider->Dead() || length <= 0) return;
+    std::vector<std::uint8_t> out = gProvider->OnClassFile(
+        jni, loader, name, {data, static_cast<std::size_t>(length)}, redefined != nullptr);
+    if (out.empty()) return;
+    unsigned char *buffer = nullptr;
+    if (jvmti->Allocate(static_cast<jlong>(out.size()), &buffer) != JVMTI_ERROR_NONE) return;
+    std::memcpy(buffer, out.data(), out.size());
+    *newLength = static_cast<jint>(out.size());
+    *newData = buffer;
+}
+
+void JNICALL OnClassPrepare(jvmtiEnv *, JNIEnv *jni, jthread, jclass klass) { gProvider->OnClassPrepare(jni, klass); }
+void JNICALL OnThreadStart(jvmtiEnv *, JNIEnv *jni, jthread t) { gProvider->OnThreadStart(jni, t); }
+void JNICALL OnThreadEnd(jvmtiEnv *, JNIEnv *jni, jthread t) { gProvider->OnThreadEnd(jni, t); }
+
+void JNICALL OnGcStart(jvmtiEnv *) {
+    SGcStartEventData d;
+    gCore->Raise<IGcStartEventObserver>(d);
+}
+void JNICALL OnGcFinish(jvmtiEnv *) {
+    SGcEndEventData d;
+    gCore->Raise<IGcEndEventObserver>(d);
+}
+
+void JNICALL OnSampledObjectAlloc(jvmtiEnv *, JNIEnv *jni, jthread, jobject object, jclass klass, jlong size) {
+    const TId classId = gProvider->ClassIdOf(jni, klass);
+    std::string className;
+    core::ClassFacts facts;
+    if (gProvider->DescribeClass(classId, DR_CLASS_NAME, facts) == MRTE_RESULT_OK) className = facts.name;
+    SHeapFilterData filterData{className.c_str()};
+    const ClientMask mask = gCore->HeapInterest(classId, filterData);
+    if (mask == 0) return;
+    SObjectAllocEventData d;
+    d.threadId = gProvider->ContextOf(jni).id;
+    d.objectId = gProvider->TagOf(jni, object, true);
+    d.classId = classId;
+    d.uiObjectSize = static_cast<std::uint64_t>(size);
+    d.validData = DR_THREAD_ID | DR_OBJECT_ID | DR_CLASS_ID | DR_OBJECT_SIZE;
+    gProvider->RememberObject(d.objectId, {classId, d.uiObjectSize, {}});
+    std::vector<SStackEntry> stack;
+    if (gCore->RequestedData(EV_OBJECT_ALLOC) & DR_VM_CALL_STACK) {
+        core::ThreadFacts t;
+        if (gProvider->DescribeThread(d.threadId, DR_VM_CALL_STACK, 0, t) == MRTE_RESULT_OK) {
+            stack = std::move(t.stack);
+            d.stackTrace.entries = stack.data();
+            d.stackTrace.uiSize = d.stackTrace.uiActualSize = static_cast<unsigned>(stack.size());
+            d.validData |= DR_VM_CALL_STACK;
+        }
+    }
+    gCore->Raise<IObjectAllocEventObserver>(d, mask);
+}
+
+void JNICALL OnObjectFree(jvmtiEnv *, jlong tag) {
+    const auto [known, record] = gProvider->ForgetObject(static_cast<TId>(tag));
+    if (!known) return;
+    SObjectFreeEventData d;
+    d.objectId = static_cast<TId>(tag);
+    d.classId = record.classId;
+    d.uiObjectSize = record.size;
+    d.validData = DR_OBJECT_ID | DR_CLASS_ID | DR_OBJECT_SIZE;
+    gCore->Raise<IObjectFreeEventObserver>(d);
+}
+
+// Fills the common monitor-event items; returns the interested clients.
+template <class Data>
+ClientMask MonitorData(JNIEnv *jni, jobject object, Data &d) {
+    jclass klass = jni->GetObjectClass(object);
+    d.classId = gProvider->ClassIdOf(jni, klass);
+    jni->DeleteLocalRef(klass);
+    d.threadId = gProvider->ContextOf(jni).id;
+    d.objectId = gProvider->TagOf(jni, object, true);
+    d.validData = DR_THREAD_ID | DR_OBJECT_ID | DR_CLASS_ID;
+    core::ClassFacts facts;
+    gProvider->DescribeClass(d.classId, DR_CLASS_NAME, facts);
+    SMonitorFilterData filterData{facts.name.c_str()};
+    return gCore->MonitorInterest(d.classId, filterData);
+}
+
+void JNICALL OnMonitorWait(jvmtiEnv *, JNIEnv *jni, jthread, jobject object, jlong timeout) {
+    SMonitorWaitEventData d;
+    const ClientMask mask = MonitorData(jni, object, d);
+    d.timeoutMs = timeout;
+    d.validData |= DR_MONITOR_TIMEOUT;
+    gProvider->ContextOf(jni).waitRaised = true;
+    gCore->Raise<IMonitorWaitEventObserver>(d, mask);
+}
+
+void JNICALL OnMonitorWaited(jvmtiEnv *, JNIEnv *jni, jthread, jobject object, jboolean timedOut) {
+    ThreadContext &ctx = gProvider->ContextOf(jni);
+    if (!ctx.waitRaised) return;
+    ctx.waitRaised = false;
+    SMonitorWaitedEventData d;
+    const ClientMask mask = MonitorData(jni, object, d);
+    d.bTimedOut = timedOut;
+    d.validData |= DR_MONITOR_TIMEOUT;
+    gCore->Raise<IMonitorWaitedEventObserver>(d, mask);
+}
+
+void JNICALL OnContendedEnter(jvmtiEnv *, JNIEnv *jni, jthread, jobject object) {
+    SContendedMonitorEnterEventData d;
+    const ClientMask mask = MonitorData(jni, object, d);
+    gProvider->ContextOf(jni).contendRaised = true;
+    gCore->Raise<IContendedMonitorEnterEventObserver>(d, mask);
+}
+
+void JNICALL OnContendedEntered(jvmtiEnv *, JNIEnv *jni, jthread, jobject object) {
+    ThreadContext &ctx = gProvider->ContextOf(jni);
+    if (!ctx.contendRaised) return;
+    ctx.contendRaised = false;
+    SContendedMonitorEnteredEventData d;
+    const ClientMask mask = MonitorData(jni, object, d);
+    gCore->Raise<IContendedMonitorEnteredEventObserver>(d, mask);
+}
+
+void JNICALL OnCompiledMethodLoad(jvmtiEnv *, jmethodID method, jint size, const void *address, jint,
+                                  const jvmtiAddrLocationMap *, const void *) {
+    const TId id = gProvider->MethodIdOf(method);
+    MethodRecord *m = gProvider->Methods().Get(id);
+    if (m == nullptr) return;
+    m->codeSize.store(static_cast<unsigned>(size), std::memory_order_relaxed);
+    m->codeAddress.store(reinterpret_cast<std::uintptr_t>(address), std::memory_order_release);
+    SJittedMethodLoadedEventData d;
+    d.methodId = id;
+    d.uiCodeAddress = reinterpret_cast<UIOP>(address);
+    d.uiCodeSize = static_cast<unsigned>(size);
+    d.validData = DR_METHOD_ID | DR_METHOD_CODE;
+    gCore->Raise<IJittedMethodLoadedEventObserver>(d);
+}
+
+void JNICALL OnCompiledMethodUnload(jvmtiEnv *, jmethodID method, const void *address) {
+    const TId id = gProvider->MethodIdOf(method);
+    MethodRecord *m = gProvider->Methods().Get(id);
+    if (m == nullptr) return;
+    SJittedMethodUnloadedEventData d;
+    d.methodId = id;
+    d.uiCodeAddress = reinterpret_cast<UIOP>(address);
+    d.uiCodeSize = m->codeSize.load(std::memory_order_relaxed);
+    d.validData = DR_METHOD_ID | DR_METHOD_CODE;
+    m->codeAddress.store(0, std::memory_order_release);
+    gCore->Raise<IJittedMethodUnloadedEventObserver>(d);
+}
+
+void JNICALL OnDynamicCodeGenerated(jvmtiEnv *, const char *name, const void *address, jint length) {
+    SDynamicCodeGeneratedEventData d;
+    d.szCodeName = name;
+    d.uiCodeAddress = reinterpret_cast<UIOP>(address);
+    d.uiCodeSize = static_cast<unsigned>(length);
+    d.validData = DR_CODE_NAME | DR_METHOD_CODE;
+    gCore->Raise<IDynamicCodeGeneratedEventObserver>(d);
+}
+
+jint Load(JavaVM *vm, const char *options) {
+    jvmtiEnv *jvmti = nullptr;
+    if (vm->GetEnv(reinterpret_cast<void **>(&jvmti), JVMTI_VERSION_11) != JNI_OK || jvmti == nullptr) {
+        Log("this JVM offers no JVMTI 11 environment; the JVM runs without Martini");
+        return JNI_OK;
+    }
+    std::vector<core::ClientSpec> specs;
+    const std::string config = options ? options : "";
+    const std::string parseError = !config.empty() && config[0] == '@' ? ReadJsonConfig(config.substr(1), specs)
+                                                                        : core::ParseClientList(config, specs);
+    if (!parseError.empty()) {
+        Log(parseError + "; the JVM runs without Martini");
+        return JNI_OK;
+    }
+    if (specs.empty()) {
+        Log("no client given (-agentpath:libmartini-jvmti.so=<client>[=<options>];...); the JVM runs without Martini");
+        return JNI_OK;
+    }
+    gProvider = new JvmProvider(vm, jvmti);
+    gCore = new core::Core(*gProvider);
+    gProvider->AttachCore(gCore);
+    if (const char *dump = std::getenv("MARTINI_DUMP_CLASSES")) gProvider->SetDumpDirectory(dump);
+    const std::string agentDir = AgentDir();
+    const auto dirs = ClientSearchDirs(agentDir);
+    unsigned loaded = 0;
+    for (auto &spec : specs) {
+        if (const std::string err = core::ResolveClientPath(spec, dirs); !err.empty()) {
+            Log(err + "; the JVM runs on without it");
+            continue;
+        }
+        if (gCore->LoadClient(spec).ok()) ++loaded;
+    }
+    if (loaded == 0) {
+        Log("no client could be loaded; the JVM runs without Martini");
+        return JNI_OK;
+    }
+
+    // Capabilities: only those the loaded clients' events need (holding some costs
+    // the JVM even when no event is enabled).
+    auto wants = [](TEventType e) { return gCore->HasObservers(e); };
+    gCallGraph = wants(EV_METHOD_ENTER) || wants(EV_METHOD_LEAVE);
+    const bool classes = gCallGraph || wants(EV_CLASS_LOAD) || wants(EV_NEW_METHOD);
+    jvmtiCapabilities caps{};
+    caps.can_get_line_numbers = 1;
+    caps.can_get_source_file_name = 1;
+    if (gCallGraph) {
+        caps.can_retransform_classes = 1;
+        caps.can_retransform_any_class = 1;
+    }
+    if (gCore->RequestedData(EV_METHOD_ENTER) & DR_THREAD_CPU_TIME ||
+        gCore->RequestedData(EV_METHOD_LEAVE) & DR_THREAD_CPU_TIME) {
+        caps.can_get_current_thread_cpu_time = 1;
+    }
+    caps.can_get_thread_cpu_time = 1;
+    if (wants(EV_GC_START) || wants(EV_GC_END)) caps.can_generate_garbage_collection_events = 1;
+    if (wants(EV_OBJECT_ALLOC) || wants(EV_OBJECT_FREE)) {
+        caps.can_generate_sampled_object_alloc_events = 1;
+        caps.can_tag_objects = 1;
+    }
+    if (wants(EV_OBJECT_FREE)) caps.can_generate_object_free_events = 1;
+    if (wants(EV_MONITOR_WAIT) || wants(EV_MONITOR_WAITED) || wants(EV_CONTENDED_MONITOR_ENTER) ||
+        wants(EV_CONTENDED_MONITOR_ENTERED)) {
+        caps.can_generate_monitor_events = 1;
+        caps.can_tag_objects = 1;
+    }
+    if (wants(EV_JITTED_METHOD_LOADED) || wants(EV_JITTED_METHOD_UNLOADED) || wants(EV_DYNAMIC_CODE_GENERATED)) {
+        caps.can_generate_compiled_method_load_events = 1;
+    }
+    if (jvmti->AddCapabilities(&caps) != JVMTI_ERROR_NONE) {
+        Log("the JVM refused some capabilities; some events will be missing");
+    }
+
+    jvmtiEventCallbacks callbacks{};
+    callbacks.VMInit = OnVmInit;
+    callbacks.VMDeath = OnVmDeath;
+    callbacks.ClassFileLoadHook = OnClassFileLoadHook;
+    callbacks.ClassPrepare = OnClassPrepare;
+    callbacks.ThreadStart = OnThreadStart;
+    callbacks.ThreadEnd = OnThreadEnd;
+    callbacks.GarbageCollectionStart = OnGcStart;
+    callbacks.GarbageCollectionFinish = OnGcFinish;
+    callbacks.SampledObjectAlloc = OnSampledObjectAlloc;
+    callbacks.ObjectFree = OnObjectFree;
+    callbacks.MonitorWait = OnMonitorWait;
+    callbacks.MonitorWaited = OnMonitorWaited;
+    callbacks.MonitorContendedEnter = OnContendedEnter;
+    callbacks.MonitorContendedEntered = OnContendedEntered;
+    callbacks.CompiledMethodLoad = OnCompiledMethodLoad;
+    callbacks.CompiledMethodUnload = OnCompiledMethodUnload;
+    callbacks.DynamicCodeGenerated = OnDynamicCodeGenerated;
+    jvmti->SetEventCallbacks(&callbacks, sizeof callbacks);
+
+    // Tables frozen before any thread can raise an event; switches on the events
+    // clients want (JvmProvider::OnEventDemandChanged).
+    gCore->FinishInit();
+
+    auto enable = [&](jvmtiEvent e) { jvmti->SetEventNotificationMode(JVMTI_ENABLE, e, nullptr); };
+    enable(JVMTI_EVENT_VM_INIT);
+    enable(JVMTI_EVENT_VM_DEATH);
+    enable(JVMTI_EVENT_THREAD_START);
+    enable(JVMTI_EVENT_THREAD_END);
+    if (classes) {
+        enable(JVMTI_EVENT_CLASS_FILE_LOAD_HOOK);
+        enable(JVMTI_EVENT_CLASS_PREPARE);
+    }
+    if (gCallGraph) {
+        const std::string jar = agentDir + "/martini-probes.jar";
+        if (jvmti->AddToBootstrapClassLoaderSearch(jar.c_str()) != JVMTI_ERROR_NONE) {
+            Log("cannot add " + jar + " to the bootstrap class path: no call-graph events");
+            gCallGraph = false;
+        }
+    }
+    return JNI_OK;
+}
+
+}  // namespace
+}  // namespace martini::jvm
+
+extern "C" __attribute__((visibility("default"))) jint JNICALL Agent_OnLoad(JavaVM *vm, char *options, void *) {
+    return martini::jvm::Load(vm, options);
+}

@@ -1,0 +1,770 @@
+#include "jvm_provider.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <map>
+
+namespace martini::jvm {
+
+using namespace Martini::MPI;
+
+JvmProvider *gProvider = nullptr;
+
+namespace {
+
+// The calling thread's context; set on its first probe or at ThreadStart, cleared at
+// ThreadEnd. Initial-exec: one TLS load on the probes' path.
+constinit thread_local ThreadContext *tContext __attribute__((tls_model("initial-exec"))) = nullptr;
+
+std::uint64_t NowNs() {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return std::uint64_t(ts.tv_sec) * 1000000000u + std::uint64_t(ts.tv_nsec);
+}
+
+std::string SourceName(std::string internalName) {
+    std::replace(internalName.begin(), internalName.end(), '/', '.');
+    return internalName;
+}
+
+// "Ljava/lang/String;" -> "java/lang/String"; arrays keep their descriptor.
+std::string InternalFromSignature(const char *sig) {
+    std::string s(sig ? sig : "");
+    if (s.size() > 2 && s.front() == 'L' && s.back() == ';') return s.substr(1, s.size() - 2);
+    return s;
+}
+
+// JVMTI strings are the JVM's to free.
+struct JvmtiString {
+    jvmtiEnv *env;
+    char *p = nullptr;
+    explicit JvmtiString(jvmtiEnv *e) : env(e) {}
+    ~JvmtiString() {
+        if (p) env->Deallocate(reinterpret_cast<unsigned char *>(p));
+    }
+    std::string str() const { return p ? p : ""; }
+};
+
+EMethodAccessType AccessType(std::uint16_t classAccess, std::uint16_t methodAccess) {
+    if (methodAccess & kAccPrivate) return MAT_CLASS_INTERNAL;
+    // Public and protected members of a public class are what other packages see.
+    if ((classAccess & kAccPublic) && (methodAccess & (kAccPublic | kAccProtected))) return MAT_PACKAGE_API;
+    return MAT_PACKAGE_INTERNAL;
+}
+
+unsigned LineAt(const std::vector<LineEntry> &lines, std::uint32_t location) {
+    unsigned line = 0;
+    for (const auto &e : lines) {
+        if (e.offset > location) break;
+        line = e.line;
+    }
+    return line;
+}
+
+EThreadState StateFromJvmti(jint s) {
+    if (s & JVMTI_THREAD_STATE_TERMINATED) return TS_TERMINATED;
+    if (!(s & JVMTI_THREAD_STATE_ALIVE)) return TS_NEW;
+    if (s & JVMTI_THREAD_STATE_SUSPENDED) return TS_SUSPENDED;
+    if (s & JVMTI_THREAD_STATE_BLOCKED_ON_MONITOR_ENTER) return TS_BLOCKED;
+    if (s & JVMTI_THREAD_STATE_WAITING_WITH_TIMEOUT) return TS_TIMED_WAITING;
+    if (s & JVMTI_THREAD_STATE_WAITING_INDEFINITELY) return TS_WAITING;
+    return TS_RUNNING;
+}
+
+}  // namespace
+
+TId MethodTable::Add() {
+    const TId i = size_;
+    if (i >= kChunkSize * kChunks) return 0;
+    if (chunks_[i / kChunkSize].load(std::memory_order_relaxed) == nullptr) {
+        // Published with release: a probe that reads the id (from code the JVM loads
+        // after this returns) sees a constructed chunk.
+        chunks_[i / kChunkSize].store(new MethodRecord[kChunkSize], std::memory_order_release);
+    }
+    ++size_;
+    return i + 1;
+}
+
+// ---- core::Provider ------------------------------------------------------------------
+
+core::RuntimeDescription JvmProvider::Describe() const {
+    core::RuntimeDescription d{RT_JVM, "Java Virtual Machine", ""};
+    JNIEnv *jni = nullptr;
+    if (vm_->GetEnv(reinterpret_cast<void **>(&jni), JNI_VERSION_1_8) != JNI_OK || jni == nullptr) return d;
+    auto property = [&](const char *key) {
+        JvmtiString value(jvmti_);
+        return jvmti_->GetSystemProperty(key, &value.p) == JVMTI_ERROR_NONE ? value.str() : std::string();
+    };
+    d.name = property("java.vm.name");
+    d.version = property("java.vm.version");
+    return d;
+}
+
+bool JvmProvider::CanRaise(TEventType event) const noexcept {
+    switch (event) {
+        case EV_VM_INIT: case EV_VM_SHUTDOWN: case EV_CLASS_LOAD: case EV_NEW_METHOD:
+        case EV_METHOD_ENTER: case EV_METHOD_LEAVE: case EV_THREAD_START: case EV_THREAD_END:
+        case EV_GC_START: case EV_GC_END: case EV_OBJECT_ALLOC: case EV_OBJECT_FREE:
+        case EV_MONITOR_WAIT: case EV_MONITOR_WAITED: case EV_CONTENDED_MONITOR_ENTER:
+        case EV_CONTENDED_MONITOR_ENTERED: case EV_JITTED_METHOD_LOADED: case EV_JITTED_METHOD_UNLOADED:
+        case EV_DYNAMIC_CODE_GENERATED:
+            return true;
+        default:
+            return false;  // not yet: modules, moved references, interactions, control, sampling
+    }
+}
+
+void JvmProvider::OnEventDemandChanged(TEventType event, bool wanted) noexcept {
+    // Events only clients need are switched on and off with their demand, so a
+    // disabled group costs the JVM nothing. (Capabilities were added in Agent_OnLoad.)
+    const jvmtiEventMode mode = wanted ? JVMTI_ENABLE : JVMTI_DISABLE;
+    auto set = [&](jvmtiEvent e) { jvmti_->SetEventNotificationMode(mode, e, nullptr); };
+    switch (event) {
+        case EV_GC_START: set(JVMTI_EVENT_GARBAGE_COLLECTION_START); break;
+        case EV_GC_END: set(JVMTI_EVENT_GARBAGE_COLLECTION_FINISH); break;
+        case EV_OBJECT_ALLOC: set(JVMTI_EVENT_SAMPLED_OBJECT_ALLOC); break;
+        case EV_OBJECT_FREE: set(JVMTI_EVENT_OBJECT_FREE); break;
+        case EV_MONITOR_WAIT: set(JVMTI_EVENT_MONITOR_WAIT); break;
+        case EV_MONITOR_WAITED: set(JVMTI_EVENT_MONITOR_WAITED); break;
+        case EV_CONTENDED_MONITOR_ENTER: set(JVMTI_EVENT_MONITOR_CONTENDED_ENTER); break;
+        case EV_CONTENDED_MONITOR_ENTERED: set(JVMTI_EVENT_MONITOR_CONTENDED_ENTERED); break;
+        case EV_JITTED_METHOD_LOADED: set(JVMTI_EVENT_COMPILED_METHOD_LOAD); break;
+        case EV_JITTED_METHOD_UNLOADED: set(JVMTI_EVENT_COMPILED_METHOD_UNLOAD); break;
+        case EV_DYNAMIC_CODE_GENERATED: set(JVMTI_EVENT_DYNAMIC_CODE_GENERATED); break;
+        default: break;  // lifecycle, classes, threads: the agent needs them itself
+    }
+}
+
+// ---- Classes and methods ---------------------------------------------------------------
+
+std::string JvmProvider::ClassKey(JNIEnv *jni, jobject loader, const std::string &internalName) {
+    std::size_t index = 0;  // 0: the bootstrap loader
+    if (loader != nullptr && jni != nullptr) {
+        for (std::size_t i = 0; i < loaders_.size(); ++i) {
+            if (jni->IsSameObject(loader, loaders_[i])) {
+                index = i + 1;
+                break;
+            }
+        }
+        if (index == 0) {
+            loaders_.push_back(jni->NewWeakGlobalRef(loader));
+            index = loaders_.size();
+        }
+    }
+    return std::to_string(index) + "/" + internalName;
+}
+
+std::vector<std::uint8_t> JvmProvider::OnClassFile(JNIEnv *jni, jobject loader, const char *name,
+                                                   std::span<const std::uint8_t> bytes, bool redefining) {
+    if (name == nullptr || std::strcmp(name, "martini/runtime/Probes") == 0) return {};
+    stats_.classesSeen.fetch_add(1, std::memory_order_relaxed);
+    const bool instrumenting = instrumenting_.load(std::memory_order_acquire);
+    TId classId = 0;
+    bool newClass = false;
+    std::vector<TId> ids;  // per method of the declaration
+    bool declared = false;
+    auto declare = [&](const ClassDecl &decl) {
+        if (declared) return;
+        declared = true;
+        std::lock_guard lock(mutex_);
+        const std::string key = ClassKey(jni, loader, decl.internalName);
+        auto found = classByKey_.find(key);
+        if (found == classByKey_.end()) {
+            auto cls = std::make_unique<ClassRecord>();
+            cls->internalName = decl.internalName;
+            cls->name = SourceName(decl.internalName);
+            cls->sourceFile = decl.sourceFile;
+            cls->access = decl.accessFlags;
+            classes_.push_back(std::move(cls));
+            classId = classes_.size();
+            classByKey_.emplace(key, classId);
+            newClass = true;
+        } else {
+            classId = found->second;
+        }
+        ClassRecord &cls = *classes_[classId - 1];
+        ids.assign(decl.methods.size(), 0);
+        for (std::size_t i = 0; i < decl.methods.size(); ++i) {
+            const MethodDecl &m = decl.methods[i];
+            // A class seen again (retransformed, or defined again by its loader) keeps its ids.
+            for (TId existing : cls.methods) {
+                const MethodRecord *r = methods_.Get(existing);
+                if (r && r->name == m.name && r->descriptor == m.descriptor) ids[i] = existing;
+            }
+            if (ids[i] == 0) {
+                const TId id = methods_.Add();
+                if (id == 0) continue;  // table full: the method is not tracked
+                MethodRecord &r = *methods_.Get(id);
+                r.classId = classId;
+                r.name = m.name;
+                r.descriptor = m.descriptor;
+                r.access = m.accessFlags;
+                r.hasCode = m.hasCode;
+                r.lines = m.lines;
+                cls.methods.push_back(id);
+                ids[i] = id;
+            }
+        }
+    };
+    auto select = [&](const ClassDecl &decl, const MethodDecl &m) -> std::int64_t {
+        declare(decl);
+        const auto i = static_cast<std::size_t>(&m - decl.methods.data());
+        MethodRecord *r = i < ids.size() ? methods_.Get(ids[i]) : nullptr;
+        if (r == nullptr || !instrumenting) return kNoProbe;
+        // Instrumentation time for the call graph: each client's filter is asked once
+        // per method (the core caches the answer by id).
+        const std::string className = SourceName(decl.internalName);
+        SCallGraphFilterData data{className.c_str(), m.name.c_str(), m.descriptor.c_str(),
+                                  AccessType(decl.accessFlags, m.accessFlags)};
+        r->callGraph = core_->CallGraphInterest(ids[i], data);
+        return r->callGraph != 0 ? static_cast<std::int64_t>(ids[i]) : kNoProbe;
+    };
+    const bool wantsCalls = core_->HasObservers(EV_METHOD_ENTER) || core_->HasObservers(EV_METHOD_LEAVE);
+    InstrumentResult result = wantsCalls ? InstrumentClass(bytes, select) : ParseClass(bytes);
+    if (!result.parsed) {
+        stats_.classesUnparsable.fetch_add(1, std::memory_order_relaxed);
+        std::fprintf(stderr, "martini: class %s left as it is: cannot parse it: %s\n", name, result.error.c_str());
+        return {};
+    }
+    declare(result.decl);  // classes without methods with code
+    for (const std::string &s : result.skipped) {
+        stats_.methodsLeftAlone.fetch_add(1, std::memory_order_relaxed);
+        std::fprintf(stderr, "martini: %s.%s; the method is left as it is (no call events)\n", name, s.c_str());
+    }
+    if (result.changed) {
+        stats_.classesInstrumented.fetch_add(1, std::memory_order_relaxed);
+        stats_.methodsInstrumented.fetch_add(result.instrumented, std::memory_order_relaxed);
+        if (!dumpDir_.empty()) {
+            std::string file = dumpDir_ + "/" + name + ".class";
+            std::replace(file.begin() + static_cast<std::ptrdiff_t>(dumpDir_.size()) + 1, file.end(), '/', '.');
+            if (FILE *f = std::fopen(file.c_str(), "wb")) {
+                std::fwrite(result.bytes.data(), 1, result.bytes.size(), f);
+                std::fclose(f);
+            }
+        }
+    }
+    if (newClass && !redefining) RaiseClassDeclared(classId);
+    return result.changed ? std::move(result.bytes) : std::vector<std::uint8_t>{};
+}
+
+void JvmProvider::RaiseClassDeclared(TId classId) {
+    const bool classLoad = core_->IsEnabled(EV_CLASS_LOAD), newMethod = core_->IsEnabled(EV_NEW_METHOD);
+    if (!classLoad && !newMethod) return;
+    ClassRecord *cls;
+    {
+        std::lock_guard lock(mutex_);
+        cls = classes_[classId - 1].get();  // records are never removed
+    }
+    if (classLoad) {
+        SClassLoadEventData d;
+        const BitSet w = core_->RequestedData(EV_CLASS_LOAD);
+        d.classId = classId;
+        d.szClassName = cls->name.c_str();
+        d.validData = DR_CLASS_ID | DR_CLASS_NAME;
+        if (!cls->sourceFile.empty()) {
+            d.szSourceFileName = cls->sourceFile.c_str();
+            d.validData |= DR_SOURCE_FILE_NAME;
+        }
+        if ((w & DR_THREAD_ID) && tContext != nullptr) {
+            d.threadId = tContext->id;
+            d.validData |= DR_THREAD_ID;
+        }
+        core_->Raise<IClassLoadEventObserver>(d);
+    }
+    if (!newMethod) return;
+    std::vector<SLineNumberTableEntry> lines;
+    for (TId id : cls->methods) {
+        const MethodRecord *m = methods_.Get(id);
+        if (m == nullptr) continue;
+        SNewMethodEventData d;
+        d.methodId = id;
+        d.szMethodName = m->name.c_str();
+        d.szMethodSig = m->descriptor.c_str();
+        d.methodAccessType = AccessType(cls->access, m->access);
+        d.classId = classId;
+        d.szClassName = cls->name.c_str();
+        d.validData = DR_METHOD_ID | DR_METHOD_NAME | DR_METHOD_SIGNATURE | DR_METHOD_ACCESS_TYPE | DR_CLASS_ID |
+                      DR_CLASS_NAME;
+        if (!cls->sourceFile.empty()) {
+            d.szSourceFileName = cls->sourceFile.c_str();
+            d.validData |= DR_SOURCE_FILE_NAME;
+        }
+        if (m->hasCode) {
+            lines.clear();
+            for (const auto &l : m->lines) lines.push_back({l.offset, l.line});
+            d.lineNumbers.entries = lines.data();
+            d.lineNumbers.uiSize = d.lineNumbers.uiActualSize = static_cast<unsigned>(lines.size());
+            d.validData |= DR_METHOD_LINE_NUMBERS;
+        }
+        core_->Raise<INewMethodEventObserver>(d);
+    }
+}
+
+void JvmProvider::OnClassPrepare(JNIEnv *jni, jclass klass) {
+    JvmtiString sig(jvmti_);
+    if (jvmti_->GetClassSignature(klass, &sig.p, nullptr) != JVMTI_ERROR_NONE) return;
+    jobject loader = nullptr;
+    jvmti_->GetClassLoader(klass, &loader);
+    jint count = 0;
+    jmethodID *jmethods = nullptr;
+    if (jvmti_->GetClassMethods(klass, &count, &jmethods) != JVMTI_ERROR_NONE) return;
+    std::lock_guard lock(mutex_);
+    auto found = classByKey_.find(ClassKey(jni, loader, InternalFromSignature(sig.p)));
+    if (found != classByKey_.end()) {
+        const ClassRecord &cls = *classes_[found->second - 1];
+        for (jint i = 0; i < count; ++i) {
+            JvmtiString name(jvmti_), desc(jvmti_);
+            if (jvmti_->GetMethodName(jmethods[i], &name.p, &desc.p, nullptr) != JVMTI_ERROR_NONE) continue;
+            for (TId id : cls.methods) {
+                MethodRecord *r = methods_.Get(id);
+                if (r && r->name == name.str() && r->descriptor == desc.str()) {
+                    r->jmethod.store(jmethods[i], std::memory_order_release);
+                    methodByJmethod_[jmethods[i]] = id;
+                }
+            }
+        }
+    }
+    jvmti_->Deallocate(reinterpret_cast<unsigned char *>(jmethods));
+    if (loader) jni->DeleteLocalRef(loader);
+}
+
+TId JvmProvider::MethodIdOf(jmethodID jm) {
+    if (jm == nullptr) return 0;
+    std::lock_guard lock(mutex_);
+    if (auto it = methodByJmethod_.find(jm); it != methodByJmethod_.end()) return it->second;
+    // A method of a class Martini did not see load (before the agent's hook was on):
+    // declare it from JVMTI, without its loader (no JNI here: callers may be non-Java
+    // threads).
+    jclass klass = nullptr;
+    JvmtiString name(jvmti_), desc(jvmti_), sig(jvmti_);
+    jint modifiers = 0;
+    if (jvmti_->GetMethodDeclaringClass(jm, &klass) != JVMTI_ERROR_NONE ||
+        jvmti_->GetMethodName(jm, &name.p, &desc.p, nullptr) != JVMTI_ERROR_NONE ||
+        jvmti_->GetClassSignature(klass, &sig.p, nullptr) != JVMTI_ERROR_NONE) {
+        return 0;
+    }
+    jvmti_->GetMethodModifiers(jm, &modifiers);
+    const std::string internal = InternalFromSignature(sig.p);
+    const std::string key = "?/" + internal;
+    TId classId;
+    if (auto c = classByKey_.find(key); c != classByKey_.end()) {
+        classId = c->second;
+    } else {
+        auto cls = std::make_unique<ClassRecord>();
+        cls->internalName = internal;
+        cls->name = SourceName(internal);
+        JvmtiString source(jvmti_);
+        if (jvmti_->GetSourceFileName(klass, &source.p) == JVMTI_ERROR_NONE) cls->sourceFile = source.str();
+        jint classModifiers = 0;
+        jvmti_->GetClassModifiers(klass, &classModifiers);
+        cls->access = static_cast<std::uint16_t>(classModifiers);
+        classes_.push_back(std::move(cls));
+        classId = classes_.size();
+        classByKey_.emplace(key, classId);
+    }
+    const TId id = methods_.Add();
+    if (id == 0) return 0;
+    MethodRecord &r = *methods_.Get(id);
+    r.classId = classId;
+    r.name = name.str();
+    r.descriptor = desc.str();
+    r.access = static_cast<std::uint16_t>(modifiers);
+    r.hasCode = (modifiers & (kAccNative | kAccAbstract)) == 0;
+    jint entries = 0;
+    jvmtiLineNumberEntry *table = nullptr;
+    if (jvmti_->GetLineNumberTable(jm, &entries, &table) == JVMTI_ERROR_NONE) {
+        for (jint i = 0; i < entries; ++i) {
+            r.lines.push_back({static_cast<std::uint32_t>(table[i].start_location),
+                               static_cast<std::uint32_t>(table[i].line_number)});
+        }
+        jvmti_->Deallocate(reinterpret_cast<unsigned char *>(table));
+        std::sort(r.lines.begin(), r.lines.end(), [](auto &a, auto &b) { return a.offset < b.offset; });
+    }
+    r.jmethod.store(jm, std::memory_order_release);
+    classes_[classId - 1]->methods.push_back(id);
+    methodByJmethod_[jm] = id;
+    return id;
+}
+
+TId JvmProvider::ClassIdOf(JNIEnv *jni, jclass klass) {
+    JvmtiString sig(jvmti_);
+    if (jvmti_->GetClassSignature(klass, &sig.p, nullptr) != JVMTI_ERROR_NONE) return 0;
+    jobject loader = nullptr;
+    jvmti_->GetClassLoader(klass, &loader);
+    std::lock_guard lock(mutex_);
+    const std::string internal = InternalFromSignature(sig.p);
+    const std::string key = ClassKey(jni, loader, internal);
+    if (loader) jni->DeleteLocalRef(loader);
+    if (auto c = classByKey_.find(key); c != classByKey_.end()) return c->second;
+    auto cls = std::make_unique<ClassRecord>();
+    cls->internalName = internal;
+    // Arrays: "[I" -> "int[]", "[Ljava/lang/String;" -> "java.lang.String[]".
+    std::string n = internal;
+    int dims = 0;
+    while (!n.empty() && n[0] == '[') {
+        n.erase(0, 1);
+        ++dims;
+    }
+    if (dims > 0) {
+        static const std::map<char, const char *> kPrim = {{'Z', "boolean"}, {'B', "byte"}, {'C', "char"},
+                                                           {'S', "short"},   {'I', "int"},  {'J', "long"},
+                                                           {'F', "float"},   {'D', "double"}};
+        n = n.size() == 1 && kPrim.count(n[0]) ? kPrim.at(n[0]) : InternalFromSignature(n.c_str());
+        for (int i = 0; i < dims; ++i) n += "[]";
+    }
+    cls->name = SourceName(n);
+    classes_.push_back(std::move(cls));
+    classByKey_.emplace(key, classes_.size());
+    return classes_.size();
+}
+
+// ---- Threads ---------------------------------------------------------------------------
+
+ThreadContext &JvmProvider::ContextOf(JNIEnv *jni) {
+    if (tContext != nullptr) return *tContext;
+    jthread thread = nullptr;
+    jvmti_->GetCurrentThread(&thread);
+    jvmtiThreadInfo info{};
+    std::string name, group;
+    if (thread != nullptr && jvmti_->GetThreadInfo(thread, &info) == JVMTI_ERROR_NONE) {
+        name = info.name ? info.name : "";
+        if (info.name) jvmti_->Deallocate(reinterpret_cast<unsigned char *>(info.name));
+        if (info.thread_group) {
+            jvmtiThreadGroupInfo g{};
+            if (jvmti_->GetThreadGroupInfo(info.thread_group, &g) == JVMTI_ERROR_NONE && g.name) {
+                group = g.name;
+                jvmti_->Deallocate(reinterpret_cast<unsigned char *>(g.name));
+            }
+            jni->DeleteLocalRef(info.thread_group);
+        }
+        if (info.context_class_loader) jni->DeleteLocalRef(info.context_class_loader);
+    }
+    std::lock_guard lock(mutex_);
+    const TId id = nextThreadId_++;
+    ThreadRecord &r = threads_[id];
+    r.id = id;
+    r.thread = thread ? jni->NewWeakGlobalRef(thread) : nullptr;
+    r.name = name;
+    r.group = group;
+    r.context = std::make_unique<ThreadContext>();
+    r.context->id = id;
+    r.context->stack.reserve(256);
+    tContext = r.context.get();
+    if (thread) jni->DeleteLocalRef(thread);
+    return *tContext;
+}
+
+void JvmProvider::OnThreadStart(JNIEnv *jni, jthread) {
+    ThreadContext &ctx = ContextOf(jni);
+    if (!core_->IsEnabled(EV_THREAD_START)) return;
+    std::string name, group;
+    {
+        std::lock_guard lock(mutex_);
+        const ThreadRecord &r = threads_[ctx.id];
+        name = r.name;
+        group = r.group;
+    }
+    SThreadStartEventData d;
+    d.threadId = ctx.id;
+    d.szThreadName = name.c_str();
+    d.szThreadGroupName = group.c_str();
+    d.validData = DR_THREAD_ID | DR_THREAD_NAME | DR_THREAD_GROUP;
+    if (core_->RequestedData(EV_THREAD_START) & DR_CPU_TIMESTAMP) {
+        d.uiCpuTimestamp = NowNs();
+        d.validData |= DR_CPU_TIMESTAMP;
+    }
+    core_->Raise<IThreadStartEventObserver>(d);
+}
+
+void JvmProvider::OnThreadEnd(JNIEnv *jni, jthread) {
+    ThreadContext &ctx = ContextOf(jni);
+    // Frames still open when the thread ends were left by an exception from code the
+    // probes could not see (a super() call): report them as exceptional exits.
+    while (!ctx.stack.empty()) Leave(jni, ctx.stack.back(), true);
+    SThreadEndEventData d;
+    d.threadId = ctx.id;
+    d.validData = DR_THREAD_ID;
+    if (core_->RequestedData(EV_THREAD_END) & DR_CPU_TIMESTAMP) {
+        d.uiCpuTimestamp = NowNs();
+        d.validData |= DR_CPU_TIMESTAMP;
+    }
+    core_->Raise<IThreadEndEventObserver>(d);
+    std::lock_guard lock(mutex_);
+    ThreadRecord &r = threads_[ctx.id];
+    r.alive = false;
+    tContext = nullptr;
+    r.context.reset();
+}
+
+// ---- Probes ----------------------------------------------------------------------------
+
+void JvmProvider::Enter(JNIEnv *jni, std::int32_t id) noexcept {
+    if (dead_.load(std::memory_order_relaxed)) return;  // after VmShutdown
+    ThreadContext &ctx = tContext != nullptr ? *tContext : ContextOf(jni);
+    ctx.stack.push_back(id);
+    const MethodRecord *m = methods_.Get(static_cast<TId>(id));
+    if (m == nullptr) return;
+    SMethodEnterEventData d;
+    d.methodId = static_cast<TId>(id);
+    d.threadId = ctx.id;
+    d.validData = DR_METHOD_ID | DR_THREAD_ID;
+    const BitSet wanted = core_->RequestedData(EV_METHOD_ENTER);
+    if (wanted & DR_CPU_TIMESTAMP) {
+        d.uiCpuTimestamp = NowNs();
+        d.validData |= DR_CPU_TIMESTAMP;
+    }
+    if (wanted & DR_THREAD_CPU_TIME) {
+        jlong cpu = 0;
+        if (jvmti_->GetCurrentThreadCpuTime(&cpu) == JVMTI_ERROR_NONE) {
+            d.uiThreadCpuTime = static_cast<std::uint64_t>(cpu);
+            d.validData |= DR_THREAD_CPU_TIME;
+        }
+    }
+    core_->Raise<IMethodEnterEventObserver>(d, m->callGraph);
+}
+
+void JvmProvider::Leave(JNIEnv *jni, std::int32_t id, bool exceptional) noexcept {
+    if (dead_.load(std::memory_order_relaxed)) return;
+    ThreadContext &ctx = tContext != nullptr ? *tContext : ContextOf(jni);
+    // The leave pops through to its own frame: frames above it were left by an
+    // exception the probes could not see (thrown by a super() call), so they are
+    // reported as exceptional exits first, innermost first. A leave whose enter was
+    // never seen (the method was instrumented while running) is ignored.
+    auto it = std::find(ctx.stack.rbegin(), ctx.stack.rend(), id);
+    if (it == ctx.stack.rend()) return;
+    const std::size_t keep = static_cast<std::size_t>(ctx.stack.rend() - it) - 1;
+    const BitSet wanted = core_->RequestedData(EV_METHOD_LEAVE);
+    while (ctx.stack.size() > keep) {
+        const std::int32_t top = ctx.stack.back();
+        ctx.stack.pop_back();
+        const MethodRecord *m = methods_.Get(static_cast<TId>(top));
+        if (m == nullptr) continue;
+        SMethodLeaveEventData d;
+        d.methodId = static_cast<TId>(top);
+        d.threadId = ctx.id;
+        d.validData = DR_METHOD_ID | DR_THREAD_ID;
+        d.bIsExceptionExit = top != id || exceptional;
+        if (wanted & DR_CPU_TIMESTAMP) {
+            d.uiCpuTimestamp = NowNs();
+            d.validData |= DR_CPU_TIMESTAMP;
+        }
+        if (wanted & DR_THREAD_CPU_TIME) {
+            jlong cpu = 0;
+            if (jvmti_->GetCurrentThreadCpuTime(&cpu) == JVMTI_ERROR_NONE) {
+                d.uiThreadCpuTime = static_cast<std::uint64_t>(cpu);
+                d.validData |= DR_THREAD_CPU_TIME;
+            }
+        }
+        core_->Raise<IMethodLeaveEventObserver>(d, m->callGraph);
+    }
+}
+
+// ---- Objects -----------------------------------------------------------------------------
+
+TId JvmProvider::TagOf(JNIEnv *, jobject object, bool create) {
+    jlong tag = 0;
+    if (object == nullptr || jvmti_->GetTag(object, &tag) != JVMTI_ERROR_NONE) return 0;
+    if (tag == 0 && create) {
+        tag = static_cast<jlong>(nextObjectTag_.fetch_add(1, std::memory_order_relaxed));
+        if (jvmti_->SetTag(object, tag) != JVMTI_ERROR_NONE) return 0;
+    }
+    return static_cast<TId>(tag);
+}
+
+void JvmProvider::RememberObject(TId id, ObjectRecord record) {
+    std::lock_guard lock(mutex_);
+    objects_[id] = record;
+}
+
+std::pair<bool, ObjectRecord> JvmProvider::ForgetObject(TId id) {
+    std::lock_guard lock(mutex_);
+    auto it = objects_.find(id);
+    if (it == objects_.end()) return {false, {}};
+    ObjectRecord r = it->second;
+    objects_.erase(it);
+    return {true, r};
+}
+
+// ---- Data requests ----------------------------------------------------------------------
+
+TResult JvmProvider::DescribeModule(TId, BitSet, core::ModuleFacts &) noexcept {
+    return MRTE_ERROR_NOT_SUPPORTED;  // not yet: modules
+}
+
+TResult JvmProvider::DescribeClass(TId id, BitSet, core::ClassFacts &f) noexcept {
+    std::lock_guard lock(mutex_);
+    if (id == 0 || id > classes_.size()) return MRTE_ERROR_ILLEGAL_ID;
+    const ClassRecord &c = *classes_[id - 1];
+    f.name = c.name;
+    f.methods = c.methods;
+    f.given = DR_CLASS_NAME | DR_CLASS_METHODS;
+    if (!c.sourceFile.empty()) {
+        f.sourceFile = c.sourceFile;
+        f.given |= DR_SOURCE_FILE_NAME;
+    }
+    return MRTE_RESULT_OK;
+}
+
+TResult JvmProvider::DescribeMethod(TId id, BitSet, core::MethodFacts &f) noexcept {
+    const MethodRecord *m = methods_.Get(id);
+    if (m == nullptr || id > methods_.size()) return MRTE_ERROR_ILLEGAL_ID;
+    std::lock_guard lock(mutex_);
+    const ClassRecord &c = *classes_[m->classId - 1];
+    f.name = m->name;
+    f.signature = m->descriptor;
+    f.className = c.name;
+    f.classId = m->classId;
+    f.accessType = AccessType(c.access, m->access);
+    f.given = DR_METHOD_NAME | DR_METHOD_SIGNATURE | DR_CLASS_NAME | DR_CLASS_ID | DR_METHOD_ACCESS_TYPE;
+    if (!c.sourceFile.empty()) {
+        f.sourceFile = c.sourceFile;
+        f.given |= DR_SOURCE_FILE_NAME;
+    }
+    if (m->hasCode) {
+        for (const auto &l : m->lines) f.lines.push_back({l.offset, l.line});
+        f.given |= DR_METHOD_LINE_NUMBERS;
+    }
+    if (const auto address = m->codeAddress.load(std::memory_order_acquire); address != 0) {
+        f.codeAddress = address;
+        f.codeSize = m->codeSize.load(std::memory_order_relaxed);
+        f.given |= DR_METHOD_CODE;
+    }
+    return MRTE_RESULT_OK;
+}
+
+TResult JvmProvider::DescribeObject(TId id, BitSet, core::ObjectFacts &f) noexcept {
+    std::lock_guard lock(mutex_);
+    auto it = objects_.find(id);
+    if (it == objects_.end()) return MRTE_ERROR_ILLEGAL_ID;
+    f.classId = it->second.classId;
+    f.size = it->second.size;
+    f.arrayInfo = it->second.arrayInfo;
+    f.given = DR_CLASS_ID | DR_OBJECT_SIZE | DR_ARRAY_INFO;
+    return MRTE_RESULT_OK;
+}
+
+TResult JvmProvider::DescribeThread(TId id, BitSet requested, unsigned maxFrames, core::ThreadFacts &f) noexcept {
+    JNIEnv *jni = nullptr;
+    if (vm_->GetEnv(reinterpret_cast<void **>(&jni), JNI_VERSION_1_8) != JNI_OK) return MRTE_ERROR_FAIL;
+    jthread thread = nullptr;
+    {
+        std::lock_guard lock(mutex_);
+        auto it = threads_.find(id);
+        if (it == threads_.end()) return MRTE_ERROR_ILLEGAL_ID;
+        f.name = it->second.name;
+        f.group = it->second.group;
+        f.given = DR_THREAD_NAME | DR_THREAD_GROUP;
+        if (!it->second.alive) {
+            f.state = TS_TERMINATED;
+            f.given |= DR_THREAD_STATE;
+            return MRTE_RESULT_OK;
+        }
+        if (it->second.thread) thread = jni->NewLocalRef(it->second.thread);
+    }
+    if (thread == nullptr) return MRTE_RESULT_OK;
+    jint state = 0;
+    if (jvmti_->GetThreadState(thread, &state) == JVMTI_ERROR_NONE) {
+        f.state = StateFromJvmti(state);
+        f.given |= DR_THREAD_STATE;
+    }
+    if (requested & DR_VM_CALL_STACK) {
+        const jint depth = maxFrames == 0 ? 4096 : static_cast<jint>(maxFrames);
+        std::vector<jvmtiFrameInfo> frames(static_cast<std::size_t>(depth));
+        jint count = 0;
+        if (jvmti_->GetStackTrace(thread, 0, depth, frames.data(), &count) == JVMTI_ERROR_NONE) {
+            for (jint i = 0; i < count; ++i) {
+                const TId mid = MethodIdOf(frames[static_cast<std::size_t>(i)].method);
+                const MethodRecord *m = methods_.Get(mid);
+                const auto loc = static_cast<std::uint32_t>(frames[static_cast<std::size_t>(i)].location);
+                f.stack.push_back({mid, frames[static_cast<std::size_t>(i)].location < 0 ? ~0u : loc,
+                                   m ? LineAt(m->lines, loc) : 0u});
+            }
+            f.given |= DR_VM_CALL_STACK;
+        }
+    }
+    if (requested & DR_THREAD_CPU_TIME) {
+        jlong cpu = 0;
+        if (jvmti_->GetThreadCpuTime(thread, &cpu) == JVMTI_ERROR_NONE) {
+            f.cpuTimeNs = static_cast<std::uint64_t>(cpu);
+            f.given |= DR_THREAD_CPU_TIME;
+        }
+    }
+    jni->DeleteLocalRef(thread);
+    return MRTE_RESULT_OK;
+}
+
+TResult JvmProvider::ListThreads(std::vector<TId> &out) noexcept {
+    std::lock_guard lock(mutex_);
+    out.clear();
+    for (const auto &[id, r] : threads_) {
+        if (r.alive) out.push_back(id);
+    }
+    std::sort(out.begin(), out.end());
+    return MRTE_RESULT_OK;
+}
+
+TResult JvmProvider::DescribeCompiledCode(UIOP address, BitSet, core::CompiledMethodFacts &f) noexcept {
+    const TId n = methods_.size();
+    for (TId id = 1; id <= n; ++id) {
+        const MethodRecord *m = methods_.Get(id);
+        const auto start = m ? m->codeAddress.load(std::memory_order_acquire) : 0;
+        if (start != 0 && address >= start && address < start + m->codeSize.load(std::memory_order_relaxed)) {
+            f.methodId = id;
+            f.codeAddress = start;
+            f.codeSize = m->codeSize.load(std::memory_order_relaxed);
+            f.given = DR_METHOD_ID | DR_METHOD_CODE;
+            return MRTE_RESULT_OK;
+        }
+    }
+    return MRTE_ERROR_ILLEGAL_ID;
+}
+
+TResult JvmProvider::CurrentThread(TId &id) noexcept {
+    if (tContext != nullptr) {
+        id = tContext->id;
+        return MRTE_RESULT_OK;
+    }
+    JNIEnv *jni = nullptr;
+    if (vm_->GetEnv(reinterpret_cast<void **>(&jni), JNI_VERSION_1_8) != JNI_OK) return MRTE_ERROR_FAIL;
+    id = ContextOf(jni).id;
+    return MRTE_RESULT_OK;
+}
+
+TResult JvmProvider::SuspendAll() noexcept {
+    jvmtiCapabilities caps{};
+    caps.can_suspend = 1;
+    if (jvmti_->AddCapabilities(&caps) != JVMTI_ERROR_NONE) return MRTE_ERROR_NOT_SUPPORTED;
+    jint count = 0;
+    jthread *threads = nullptr;
+    if (jvmti_->GetAllThreads(&count, &threads) != JVMTI_ERROR_NONE) return MRTE_ERROR_FAIL;
+    JNIEnv *jni = nullptr;
+    vm_->GetEnv(reinterpret_cast<void **>(&jni), JNI_VERSION_1_8);
+    jthread self = nullptr;
+    jvmti_->GetCurrentThread(&self);
+    std::vector<jthread> others;
+    for (jint i = 0; i < count; ++i) {
+        if (self == nullptr || jni == nullptr || !jni->IsSameObject(threads[i], self)) others.push_back(threads[i]);
+    }
+    std::vector<jvmtiError> results(others.size());
+    const jvmtiError e = jvmti_->SuspendThreadList(static_cast<jint>(others.size()), others.data(), results.data());
+    jvmti_->Deallocate(reinterpret_cast<unsigned char *>(threads));
+    return e == JVMTI_ERROR_NONE ? MRTE_RESULT_OK : MRTE_ERROR_FAIL;
+}
+
+TResult JvmProvider::ResumeAll() noexcept {
+    jint count = 0;
+    jthread *threads = nullptr;
+    if (jvmti_->GetAllThreads(&count, &threads) != JVMTI_ERROR_NONE) return MRTE_ERROR_FAIL;
+    std::vector<jvmtiError> results(static_cast<std::size_t>(count));
+    const jvmtiError e = jvmti_->ResumeThreadList(count, threads, results.data());
+    jvmti_->Deallocate(reinterpret_cast<unsigned char *>(threads));
+    return e == JVMTI_ERROR_NONE || e == JVMTI_ERROR_MUST_POSSESS_CAPABILITY ? MRTE_RESULT_OK : MRTE_ERROR_FAIL;
+}
+
+TResult JvmProvider::RunGc() noexcept {
+    return jvmti_->ForceGarbageCollection() == JVMTI_ERROR_NONE ? MRTE_RESULT_OK : MRTE_ERROR_FAIL;
+}
+
+}  // namespace martini::jvm

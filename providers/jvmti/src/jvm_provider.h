@@ -1,0 +1,189 @@
+// The JVM provider: Martini's tables of what the JVM loaded (classes, methods,
+// threads, objects), the call-graph probes' native side, and the answers to data
+// requests from those tables and from JVMTI. One instance per JVM (see agent.cpp).
+#pragma once
+
+#include "instrumenter.h"
+#include "martini/core/core.h"
+
+#include <jni.h>
+#include <jvmti.h>
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace martini::jvm {
+
+using core::ClientMask;
+using Martini::MPI::BitSet;
+using Martini::MPI::TEventType;
+using Martini::MPI::TId;
+using Martini::MPI::TResult;
+
+struct MethodRecord {
+    TId classId = 0;
+    std::string name;
+    std::string descriptor;
+    std::uint16_t access = 0;
+    bool hasCode = false;
+    std::vector<LineEntry> lines;
+    // Decided once, when the class was instrumented; read by the probes.
+    ClientMask callGraph = 0;
+    std::atomic<jmethodID> jmethod{nullptr};
+    std::atomic<std::uintptr_t> codeAddress{0};
+    std::atomic<unsigned> codeSize{0};
+};
+
+struct ClassRecord {
+    std::string name;          // source form: java.util.HashMap$Node
+    std::string internalName;  // java/util/HashMap$Node
+    std::string sourceFile;
+    std::uint16_t access = 0;
+    std::vector<TId> methods;
+};
+
+// Method records by id (ids start at 1). Reads are lock-free (the probes read the
+// record of the method they are in); appends happen under the provider's lock and
+// are published before the instrumented class reaches the JVM.
+class MethodTable {
+public:
+    MethodRecord *Get(TId id) const noexcept {
+        if (id == 0 || id > kChunkSize * kChunks) return nullptr;
+        const TId i = id - 1;
+        MethodRecord *chunk = chunks_[i / kChunkSize].load(std::memory_order_acquire);
+        return chunk != nullptr ? &chunk[i % kChunkSize] : nullptr;
+    }
+    // Caller holds the provider's lock. Returns 0 when the table is full.
+    TId Add();
+    TId size() const noexcept { return size_; }
+
+private:
+    static constexpr TId kChunkSize = 4096, kChunks = 16384;  // up to 64 Mi methods
+    std::array<std::atomic<MethodRecord *>, kChunks> chunks_{};
+    TId size_ = 0;
+};
+
+// Per runtime thread: its id and the shadow stack of instrumented methods entered.
+struct ThreadContext {
+    TId id = 0;
+    std::vector<std::int32_t> stack;
+    // A MonitorWaited (ContendedMonitorEntered) is raised only after its MonitorWait
+    // (ContendedMonitorEnter) was: a thread that began waiting before the JVM's live
+    // phase (Finalizer, Reference Handler) gets no "waited" without a "wait".
+    bool waitRaised = false;
+    bool contendRaised = false;
+};
+
+struct ThreadRecord {
+    TId id = 0;
+    jweak thread = nullptr;  // the java.lang.Thread
+    std::string name;
+    std::string group;
+    bool alive = true;
+    std::unique_ptr<ThreadContext> context;
+};
+
+struct ObjectRecord {
+    TId classId = 0;
+    std::uint64_t size = 0;
+    Martini::MPI::SArrayInfo arrayInfo;
+};
+
+class JvmProvider final : public core::Provider {
+public:
+    JvmProvider(JavaVM *vm, jvmtiEnv *jvmti) : vm_(vm), jvmti_(jvmti) {}
+
+    void AttachCore(core::Core *core) { core_ = core; }
+    core::Core &Core() { return *core_; }
+    jvmtiEnv *Jvmti() { return jvmti_; }
+
+    // ---- core::Provider
+    core::RuntimeDescription Describe() const override;
+    bool CanRaise(TEventType event) const noexcept override;
+    void OnEventDemandChanged(TEventType event, bool wanted) noexcept override;
+    TResult DescribeModule(TId, BitSet, core::ModuleFacts &) noexcept override;
+    TResult DescribeClass(TId, BitSet, core::ClassFacts &) noexcept override;
+    TResult DescribeMethod(TId, BitSet, core::MethodFacts &) noexcept override;
+    TResult DescribeObject(TId, BitSet, core::ObjectFacts &) noexcept override;
+    TResult DescribeThread(TId, BitSet, unsigned maxFrames, core::ThreadFacts &) noexcept override;
+    TResult ListThreads(std::vector<TId> &) noexcept override;
+    TResult DescribeCompiledCode(Martini::MPI::UIOP, BitSet, core::CompiledMethodFacts &) noexcept override;
+    TResult CurrentThread(TId &) noexcept override;
+    TResult SuspendAll() noexcept override;
+    TResult ResumeAll() noexcept override;
+    TResult RunGc() noexcept override;
+
+    // ---- Class loading (ClassFileLoadHook): declares the class and its methods,
+    // asks the call-graph filters once per method, and rewrites the class. Returns the
+    // new bytes (empty: leave the class as it is).
+    std::vector<std::uint8_t> OnClassFile(JNIEnv *jni, jobject loader, const char *name,
+                                          std::span<const std::uint8_t> bytes, bool redefining);
+    // ClassPrepare: binds jmethodIDs to method records (for stacks and JIT events).
+    void OnClassPrepare(JNIEnv *jni, jclass klass);
+
+    // ---- Threads
+    ThreadContext &ContextOf(JNIEnv *jni);  // the calling thread's, created on first use
+    void OnThreadStart(JNIEnv *jni, jthread thread);
+    void OnThreadEnd(JNIEnv *jni, jthread thread);
+
+    // ---- Objects (ids are JVMTI tags)
+    TId TagOf(JNIEnv *jni, jobject object, bool create);
+    TId ClassIdOf(JNIEnv *jni, jclass klass);
+    void RememberObject(TId id, ObjectRecord record);
+    std::pair<bool, ObjectRecord> ForgetObject(TId id);
+
+    // ---- Probes (the natives of martini.runtime.Probes)
+    void Enter(JNIEnv *jni, std::int32_t id) noexcept;
+    void Leave(JNIEnv *jni, std::int32_t id, bool exceptional) noexcept;
+
+    // Every class the agent rewrites is also written to <dir>/<internal name>.class
+    // (MARTINI_DUMP_CLASSES; for tests and for inspecting with javap).
+    void SetDumpDirectory(std::string dir) { dumpDir_ = std::move(dir); }
+
+    // ---- Phases
+    void SetInstrumenting(bool on) { instrumenting_.store(on, std::memory_order_release); }
+    void SetDead() { dead_.store(true, std::memory_order_release); }
+    bool Dead() const { return dead_.load(std::memory_order_acquire); }
+
+    struct Stats {
+        std::atomic<std::uint64_t> classesSeen{0}, classesInstrumented{0}, classesUnparsable{0};
+        std::atomic<std::uint64_t> methodsInstrumented{0}, methodsLeftAlone{0};
+    };
+    Stats &GetStats() { return stats_; }
+
+    TId MethodIdOf(jmethodID m);  // 0 when not known
+    MethodTable &Methods() { return methods_; }
+
+private:
+    std::string ClassKey(JNIEnv *jni, jobject loader, const std::string &internalName);
+    void RaiseClassDeclared(TId classId);
+
+    JavaVM *vm_;
+    jvmtiEnv *jvmti_;
+    core::Core *core_ = nullptr;
+    std::atomic<bool> instrumenting_{false};
+    std::string dumpDir_;
+    std::atomic<bool> dead_{false};
+
+    std::mutex mutex_;  // tables below (not the probes' path)
+    MethodTable methods_;
+    std::vector<std::unique_ptr<ClassRecord>> classes_;     // id - 1
+    std::unordered_map<std::string, TId> classByKey_;        // "<loader>/<internal name>"
+    std::vector<jweak> loaders_;                             // loader index - 1
+    std::unordered_map<jmethodID, TId> methodByJmethod_;
+    std::unordered_map<TId, ThreadRecord> threads_;
+    TId nextThreadId_ = 1;
+    std::unordered_map<TId, ObjectRecord> objects_;
+    std::atomic<TId> nextObjectTag_{1};
+    Stats stats_;
+};
+
+// The one provider of this JVM (set in Agent_OnLoad).
+extern JvmProvider *gProvider;
+
+}  // namespace martini::jvm

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The JVMTI agent on a real JVM: exact call counts (checked against a JVMTI
+# MethodEntry oracle in the same JVM), pairing under exceptions and threads (the
+# conformance kit), filters (a filtered-out class is not rewritten), two clients with
+# different filters in one JVM, and bad configurations that leave the JVM running.
+# usage: agent_test.sh AGENT ORACLE_AGENT CALLCOUNT_LIB JAVAC JAVA SAMPLE_SOURCE
+set -uo pipefail
+agent=$1 oracle=$2 callcount=$3 javac=$4 java=$5 sample=$6
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+"$javac" -d "$work/classes" "$sample" || exit 1
+passed=0 failed=0
+ok() { passed=$((passed + 1)); }
+fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
+run() { "$java" "$@" -cp "$work/classes" sample.Sample; }
+
+# 1. Exact counts: every sample.* method, against JVMTI MethodEntry.
+run -agentpath:"$oracle=Lsample/,$work/oracle.tsv" \
+    -agentpath:"$agent=callcount=top=100000,include=sample.,out=$work/cc.txt" >"$work/out1" 2>"$work/err1"
+awk 'NR > 2 && NF == 3 {print $3 "\t" $1}' "$work/cc.txt" | sort >"$work/martini.tsv"
+# Hidden classes (JDK lambda proxies, Sample$$Lambda$N) never reach ClassFileLoadHook,
+# so no bytecode agent instruments them; the lambda bodies (lambda$...) are counted.
+grep -v '\$\$Lambda\$' "$work/oracle.tsv" | sort >"$work/oracle.sorted"
+if [ -s "$work/oracle.sorted" ] && diff -u "$work/oracle.sorted" "$work/martini.tsv" >"$work/diff1"; then ok; else
+  fail "call counts differ from the JVMTI MethodEntry oracle:"; head -20 "$work/diff1"; cat "$work/err1"; fi
+grep -q $'^sample.Sample.fib(I)I\t9865$' "$work/martini.tsv" && ok || fail "fib(I)I is not 9865"
+grep -q '^ *20 *20  sample.Sample.thrower(I)V' "$work/cc.txt" && ok || fail "thrower: 20 calls, 20 exceptional exits"
+grep -q '^ *15 *5  sample.Sample\$Child.<init>(IZ)V' "$work/cc.txt" && ok || fail "Child(int,boolean): 5 exceptional exits"
+grep -q "sample done" "$work/out1" && ok || fail "the program's own output"
+
+# 2. MPI's ordering and pairing promises (threads, exceptions, JDK classes too).
+run -agentpath:"$agent=conformance" >"$work/out2" 2>"$work/err2"
+grep -q "conformance: PASS" "$work/err2" && ok || { fail "conformance:"; tail -20 "$work/err2"; }
+
+# 3. A class no filter wants is not rewritten; the wanted one is.
+mkdir "$work/dump"
+MARTINI_DUMP_CLASSES="$work/dump" run -agentpath:"$agent=callcount=include=sample.Sample\$Child" >/dev/null 2>&1
+[ -f "$work/dump/sample.Sample\$Child.class" ] && ok || fail "the wanted class was not rewritten"
+[ "$(ls "$work/dump" | wc -l)" = 1 ] && ok || fail "classes nobody wants were rewritten: $(ls "$work/dump" | head)"
+
+# 4. Two clients with different filters in one JVM, each sees only its own methods.
+cp "$callcount" "$work/libsecond.so"
+run -agentpath:"$agent=callcount=include=sample.Sample\$Child,out=$work/a.txt;$work/libsecond.so=include=sample.Sample\$Square,out=$work/b.txt" \
+    >/dev/null 2>"$work/err4"
+if grep -q 'Child.<init>' "$work/a.txt" && ! grep -q 'Square' "$work/a.txt" &&
+   grep -q 'Square.area' "$work/b.txt" && ! grep -q 'Child' "$work/b.txt"; then ok; else
+  fail "two clients' filters:"; cat "$work/a.txt" "$work/b.txt" "$work/err4"; fi
+
+# 5. Bad configurations: one line naming the problem, the JVM runs on.
+bad() {  # bad NAME PATTERN CONFIG
+  "$java" -agentpath:"$agent=$3" -cp "$work/classes" sample.Sample >"$work/outb" 2>"$work/errb"
+  if grep -q "sample done" "$work/outb" && grep -qE -- "$2" "$work/errb"; then ok; else
+    fail "$1: wanted '$2' and the program's output"; cat "$work/errb"; fi
+}
+bad "unknown client" "martini: client 'nosuch' not found" "nosuch"
+bad "library that does not load" "martini: client '/nonexistent/libx.so' not loaded: cannot load the library" \
+    "/nonexistent/libx.so;callcount=include=none."
+bad "bad client option" "callcount: unknown option 'colour'" "callcount=colour=red"
+bad "empty configuration" "martini: no client given" ""
+echo '{"clients": [{"client": "callcount", "optoins": "top=1"}]}' >"$work/bad.json"
+bad "unknown field in the JSON configuration" "unknown field \"optoins\"" "@$work/bad.json"
+bad "unreadable JSON configuration" "cannot read the configuration file" "@$work/missing.json"
+echo '{"clients": [{"client": "callcount", "options": "include=sample.Sample$Square,top=3"}]}' >"$work/good.json"
+bad "JSON configuration" "Square.area" "@$work/good.json"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
