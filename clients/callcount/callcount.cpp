@@ -4,8 +4,9 @@
 //
 // Options (comma-separated key=value): top=N (rows, default 20), out=FILE (write the
 // table there instead of stderr), include=PREFIX (only classes whose name starts with
-// PREFIX, e.g. include=com.acme.; repeatable). An unknown key or a bad value refuses
-// to start.
+// PREFIX, e.g. include=com.acme.; repeatable), time (also inclusive wall time per
+// method, from DR_CPU_TIMESTAMP at enter and leave). An unknown key or a bad value
+// refuses to start.
 #include <MpiAPI.h>
 
 #include <algorithm>
@@ -26,7 +27,10 @@ namespace {
 struct Counts {
     std::uint64_t calls = 0;
     std::uint64_t exceptionExits = 0;
+    std::uint64_t inclusiveNs = 0;
 };
+
+bool g_time = false;
 
 // One table per OS thread: no lock per event. Each is registered once, on the
 // thread's first event. Runtime threads (DR_THREAD_ID) are counted separately: a
@@ -34,6 +38,8 @@ struct Counts {
 struct CallTable {
     std::unordered_map<TId, Counts> methods;
     std::unordered_set<TId> runtimeThreads;
+    // time mode: enter timestamps per runtime thread (several may share an OS thread)
+    std::unordered_map<TId, std::vector<std::uint64_t>> starts;
 };
 
 class CallTables {
@@ -56,6 +62,7 @@ public:
             for (const auto &[id, c] : t->methods) {
                 all[id].calls += c.calls;
                 all[id].exceptionExits += c.exceptionExits;
+                all[id].inclusiveNs += c.inclusiveNs;
             }
         }
         threads = runtimeThreads.size();
@@ -87,19 +94,29 @@ public:
 
 class EnterObserver : public IMethodEnterEventObserver {
 public:
-    BitSet EventDataTypes() override { return DR_METHOD_ID | DR_THREAD_ID; }
+    BitSet EventDataTypes() override { return DR_METHOD_ID | DR_THREAD_ID | (g_time ? DR_CPU_TIMESTAMP : 0); }
     void HandleEvent(SMethodEnterEventData &data) override {
         CallTable &table = g_tables.ForThisThread();
         ++table.methods[data.methodId].calls;
         if (data.validData & DR_THREAD_ID) table.runtimeThreads.insert(data.threadId);
+        if (data.validData & DR_CPU_TIMESTAMP) table.starts[data.threadId].push_back(data.uiCpuTimestamp);
     }
 };
 
 class LeaveObserver : public IMethodLeaveEventObserver {
 public:
-    BitSet EventDataTypes() override { return DR_METHOD_ID; }
+    BitSet EventDataTypes() override { return DR_METHOD_ID | (g_time ? DR_CPU_TIMESTAMP | DR_THREAD_ID : 0); }
     void HandleEvent(SMethodLeaveEventData &data) override {
-        if (data.bIsExceptionExit) ++g_tables.ForThisThread().methods[data.methodId].exceptionExits;
+        CallTable &table = g_tables.ForThisThread();
+        Counts &c = table.methods[data.methodId];
+        if (data.bIsExceptionExit) ++c.exceptionExits;
+        if ((data.validData & (DR_CPU_TIMESTAMP | DR_THREAD_ID)) == (DR_CPU_TIMESTAMP | DR_THREAD_ID)) {
+            auto &starts = table.starts[data.threadId];
+            if (!starts.empty()) {
+                c.inclusiveNs += data.uiCpuTimestamp - starts.back();
+                starts.pop_back();
+            }
+        }
     }
 };
 
@@ -159,11 +176,20 @@ public:
         }
         std::fprintf(out, "callcount: %llu calls to %zu methods on %zu threads (%llu exceptional exits)\n",
                      (unsigned long long)calls, rows.size(), threads, (unsigned long long)exits);
-        std::fprintf(out, "%12s %8s  %s\n", "calls", "exc.exit", "method");
+        if (g_time) {
+            std::fprintf(out, "%12s %8s %12s  %s\n", "calls", "exc.exit", "incl.ms", "method");
+        } else {
+            std::fprintf(out, "%12s %8s  %s\n", "calls", "exc.exit", "method");
+        }
         for (std::size_t i = 0; i < rows.size() && i < g_top; ++i) {
-            std::fprintf(out, "%12llu %8llu  %s\n", (unsigned long long)rows[i].second.calls,
-                         (unsigned long long)rows[i].second.exceptionExits,
-                         MethodName(rows[i].first).c_str());
+            if (g_time) {
+                std::fprintf(out, "%12llu %8llu %12.3f  %s\n", (unsigned long long)rows[i].second.calls,
+                             (unsigned long long)rows[i].second.exceptionExits,
+                             double(rows[i].second.inclusiveNs) / 1e6, MethodName(rows[i].first).c_str());
+            } else {
+                std::fprintf(out, "%12llu %8llu  %s\n", (unsigned long long)rows[i].second.calls,
+                             (unsigned long long)rows[i].second.exceptionExits, MethodName(rows[i].first).c_str());
+            }
         }
         if (rows.size() > g_top) std::fprintf(out, "%12s %8s  (%zu more methods)\n", "", "", rows.size() - g_top);
         if (out != stderr) std::fclose(out);
@@ -194,6 +220,8 @@ bool ParseOptions(const char *text) {
                 return false;
             }
             g_top = n;
+        } else if (key == "time" && value.empty()) {
+            g_time = true;
         } else if (key == "include") {
             if (value.empty()) {
                 std::fprintf(stderr, "callcount: option include= needs a class-name prefix\n");
@@ -207,7 +235,7 @@ bool ParseOptions(const char *text) {
             }
             g_outPath = value;
         } else {
-            std::fprintf(stderr, "callcount: unknown option '%s' (known: top=N, out=FILE, include=PREFIX)\n",
+            std::fprintf(stderr, "callcount: unknown option '%s' (known: top=N, out=FILE, include=PREFIX, time)\n",
                          key.c_str());
             return false;
         }

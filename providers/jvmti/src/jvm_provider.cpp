@@ -213,6 +213,9 @@ std::vector<std::uint8_t> JvmProvider::OnClassFile(JNIEnv *jni, jobject loader, 
         const auto i = static_cast<std::size_t>(&m - decl.methods.data());
         MethodRecord *r = i < ids.size() ? methods_.Get(ids[i]) : nullptr;
         if (r == nullptr || !instrumenting) return kNoProbe;
+        // java.lang.Object is never probed: HotSpot treats Object.<init> specially (C2
+        // crashes compiling it with a handler added), and every `new` runs it.
+        if (decl.internalName == "java/lang/Object") return kNoProbe;
         // Instrumentation time for the call graph: each client's filter is asked once
         // per method (the core caches the answer by id).
         const std::string className = SourceName(decl.internalName);

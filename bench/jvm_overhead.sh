@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Times real JVMs under Martini, against a plain run, in one interleaved run so that
+# every ratio compares runs made side by side on this (shared, noisy) machine.
+#
+#   bash bench/jvm_overhead.sh [BUILD_DIR] [REPETITIONS]     (defaults: build, 5)
+#
+# Workloads:
+#   javac  javac compiling 146 JDK sources (java.util.concurrent, .function, .regex) from (Debian's
+#          Debian's openjdk-17-source, installed if missing)
+#   micro  bench/java/CallHeavy.java (~100 M calls: recursion, virtual calls, exceptions)
+# Configurations:
+#   plain         no agent
+#   none-wanted   the agent with callcount filtering out every class (classes parsed, none rewritten)
+#   counts        callcount on every method (call counts only)
+#   counts+time   callcount time (counts + wall-clock timestamps at every enter and leave)
+#   jvmti-entry   a JVMTI agent counting MethodEntry events (the approach Martini avoids)
+# Prints the median wall time of each configuration and its ratio to plain.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+reps=${2:-5}
+agent=$build/providers/jvmti/libmartini-jvmti.so
+oracle=$build/providers/jvmti/liboracle_agent.so
+[ -f "$agent" ] && [ -f "$oracle" ] || { echo "build first: ninja -C $build"; exit 1; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+src=/usr/lib/jvm/java-17-openjdk-amd64/lib/src.zip
+if [ ! -e "$(readlink -f "$src")" ]; then
+  echo "installing openjdk-17-source for the javac workload"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-source >/dev/null
+fi
+(cd "$work" && unzip -q "$src" 'java.base/java/util/concurrent/*' 'java.base/java/util/function/*' 'java.base/java/util/regex/*')
+find "$work/java.base" -name '*.java' | sort >"$work/sources.txt"
+javac -d "$work/micro" bench/java/CallHeavy.java
+
+javac_cmd() { java "$@" -m jdk.compiler/com.sun.tools.javac.Main -nowarn -XDignore.symbol.file \
+  --patch-module java.base="$work/java.base" -d "$work/out" @"$work/sources.txt"; }
+micro_cmd() { java "$@" -cp "$work/micro" CallHeavy; }
+
+configs=(plain none-wanted counts counts+time jvmti-entry)
+args_for() {
+  case $1 in
+    plain) ;;
+    none-wanted) echo "-agentpath:$agent=callcount=include=no.such.package.,out=/dev/null" ;;
+    counts) echo "-agentpath:$agent=callcount=out=/dev/null" ;;
+    counts+time) echo "-agentpath:$agent=callcount=time,out=/dev/null" ;;
+    jvmti-entry) echo "-agentpath:$oracle=L,/dev/null" ;;
+  esac
+}
+
+declare -A times
+for workload in javac micro; do
+  echo "== $workload" >&2
+  for ((r = 1; r <= reps; r++)); do
+    for c in "${configs[@]}"; do
+      # shellcheck disable=SC2046
+      start=$(date +%s.%N)
+      if [ "$workload" = javac ]; then
+        rm -rf "$work/out"; javac_cmd $(args_for "$c") >/dev/null 2>"$work/err" || { cat "$work/err"; exit 1; }
+      else
+        micro_cmd $(args_for "$c") >/dev/null 2>"$work/err" || { cat "$work/err"; exit 1; }
+      fi
+      end=$(date +%s.%N)
+      times[$workload/$c]+="$(echo "$end - $start" | bc) "
+    done
+  done
+done
+
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+printf '%-8s %-12s %10s %8s   (median of %d interleaved runs)\n' workload config seconds ratio "$reps"
+for workload in javac micro; do
+  base=$(median <<<"${times[$workload/plain]}")
+  for c in "${configs[@]}"; do
+    m=$(median <<<"${times[$workload/$c]}")
+    printf '%-8s %-12s %10.2f %7.2fx\n' "$workload" "$c" "$m" "$(echo "$m / $base" | bc -l)"
+  done
+done
