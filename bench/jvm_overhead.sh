@@ -5,7 +5,7 @@
 #   bash bench/jvm_overhead.sh [BUILD_DIR] [REPETITIONS]     (defaults: build, 5)
 #
 # Workloads:
-#   javac  javac compiling 146 JDK sources (java.util.concurrent, .function, .regex) from (Debian's
+#   javac  javac compiling 146 JDK sources (java.util.concurrent, .function, .regex;
 #          Debian's openjdk-17-source, installed if missing)
 #   micro  bench/java/CallHeavy.java (~100 M calls: recursion, virtual calls, exceptions)
 # Configurations:
