@@ -27,6 +27,8 @@ using namespace Martini::MPI;
 core::Core *gCore = nullptr;
 bool gCallGraph = false;  // some client observes MethodEnter/MethodLeave
 jclass gProbesClass = nullptr;
+jobject gProbesModule = nullptr;  // the bootstrap class path's unnamed module
+jmethodID gGetModule = nullptr;   // Class.getModule()
 
 void Log(const std::string &line) { std::fprintf(stderr, "martini: %s\n", line.c_str()); }
 
@@ -119,8 +121,9 @@ void JNICALL OnVmInit(jvmtiEnv *jvmti, JNIEnv *jni, jthread) {
                 Log("cannot bind martini.runtime.Probes natives: no call-graph events");
             } else {
                 jclass classClass = jni->FindClass("java/lang/Class");
-                jmethodID getModule = jni->GetMethodID(classClass, "getModule", "()Ljava/lang/Module;");
-                jobject probesModule = jni->CallObjectMethod(probes, getModule);
+                gGetModule = jni->GetMethodID(classClass, "getModule", "()Ljava/lang/Module;");
+                jobject probesModule = jni->CallObjectMethod(probes, gGetModule);
+                if (probesModule != nullptr) gProbesModule = jni->NewGlobalRef(probesModule);
                 jint count = 0;
                 jobject *modules = nullptr;
                 if (probesModule != nullptr && jvmti->GetAllModules(&count, &modules) == JVMTI_ERROR_NONE) {
@@ -188,7 +191,20 @@ void JNICALL OnClassFileLoadHook(jvmtiEnv *jvmti, JNIEnv *jni, jclass redefined,
     *newData = buffer;
 }
 
-void JNICALL OnClassPrepare(jvmtiEnv *, JNIEnv *jni, jthread, jclass klass) { gProvider->OnClassPrepare(jni, klass); }
+void JNICALL OnClassPrepare(jvmtiEnv *jvmti, JNIEnv *jni, jthread, jclass klass) {
+    gProvider->OnClassPrepare(jni, klass);
+    // A module defined after VMInit (a new module layer) must read the probes' module
+    // too, before any code of its classes runs: preparation comes first.
+    if (gProbesModule != nullptr && gGetModule != nullptr) {
+        jobject module = jni->CallObjectMethod(klass, gGetModule);
+        if (jni->ExceptionCheck()) {
+            jni->ExceptionClear();
+        } else if (module != nullptr) {
+            jvmti->AddModuleReads(module, gProbesModule);
+            jni->DeleteLocalRef(module);
+        }
+    }
+}
 void JNICALL OnThreadStart(jvmtiEnv *, JNIEnv *jni, jthread t) { gProvider->OnThreadStart(jni, t); }
 void JNICALL OnThreadEnd(jvmtiEnv *, JNIEnv *jni, jthread t) { gProvider->OnThreadEnd(jni, t); }
 
