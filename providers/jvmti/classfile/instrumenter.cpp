@@ -154,6 +154,8 @@ ConstantPool ReadConstantPool(Reader &r, std::span<const std::uint8_t> data) {
             case kInteger: case kFloat: case kFieldref: case kMethodref: case kInterfaceMethodref:
             case kNameAndType: case kDynamic: case kInvokeDynamic: r.Skip(4); break;
             case kLong: case kDouble:
+                // Its second slot must exist too, or appended entries would be misnumbered.
+                if (i + 1 >= count) throw FormatError("constant #" + std::to_string(i) + " takes two slots but is the last");
                 r.Skip(8);
                 ++i;  // takes two slots (JVMS 4.4.5)
                 break;
@@ -175,37 +177,41 @@ public:
         if (auto it = utf8_.find(s); it != utf8_.end()) return it->second;
         std::uint16_t existing = cp_.FindUtf8(s);
         if (existing != 0) return utf8_[s] = existing;
+        // Take() before writing: when the pool is full, no uncounted bytes are left behind.
+        const std::uint16_t index = Take(1);
         w_.U1(kUtf8);
         w_.U2(static_cast<unsigned>(s.size()));
         w_.Bytes({reinterpret_cast<const std::uint8_t *>(s.data()), s.size()});
-        return utf8_[s] = Take(1);
+        return utf8_[s] = index;
     }
     std::uint16_t Class(const std::string &internalName) {
         if (auto it = classes_.find(internalName); it != classes_.end()) return it->second;
         const std::uint16_t name = Utf8(internalName);
+        const std::uint16_t index = Take(1);
         w_.U1(kClass);
         w_.U2(name);
-        return classes_[internalName] = Take(1);
+        return classes_[internalName] = index;
     }
     std::uint16_t Methodref(const std::string &owner, const std::string &name, const std::string &desc) {
         const std::string key = owner + "." + name + desc;
         if (auto it = methods_.find(key); it != methods_.end()) return it->second;
         const std::uint16_t cls = Class(owner);
         const std::uint16_t n = Utf8(name), d = Utf8(desc);
+        const std::uint16_t nat = Take(2), index = static_cast<std::uint16_t>(nat + 1);
         w_.U1(kNameAndType);
         w_.U2(n);
         w_.U2(d);
-        const std::uint16_t nat = Take(1);
         w_.U1(kMethodref);
         w_.U2(cls);
         w_.U2(nat);
-        return methods_[key] = Take(1);
+        return methods_[key] = index;
     }
     std::uint16_t Integer(std::int32_t v) {
         if (auto it = ints_.find(v); it != ints_.end()) return it->second;
+        const std::uint16_t index = Take(1);
         w_.U1(kInteger);
         w_.U4(static_cast<std::uint32_t>(v));
-        return ints_[v] = Take(1);
+        return ints_[v] = index;
     }
     std::uint16_t count() const { return static_cast<std::uint16_t>(next_); }
     const std::vector<std::uint8_t> &bytes() const { return w_.out; }
@@ -290,6 +296,16 @@ Code ReadCode(const ParsedClass &pc, const Attribute &a) {
     }
     c.attrs = ReadAttributes(r, pc.cp);
     if (r.pos() != a.body + a.length) throw FormatError("Code attribute length mismatch");
+    // The rewriter re-emits these tables entry by entry under their old length, so the
+    // length must be exactly what the entry count says (the JVM requires it too).
+    for (const auto &t : c.attrs) {
+        const unsigned entry = t.name == "LineNumberTable" ? 4
+                               : t.name == "LocalVariableTable" || t.name == "LocalVariableTypeTable" ? 10
+                                                                                                        : 0;
+        if (entry != 0 && (t.length < 2 || t.length != 2 + std::uint64_t{entry} * pc.cp.U2At(t.body))) {
+            throw FormatError(t.name + " length does not match its entry count");
+        }
+    }
     return c;
 }
 
@@ -807,6 +823,12 @@ std::vector<std::uint8_t> RewriteCode(const ParsedClass &pc, const Method &m, co
     }
     const std::uint64_t total = std::uint64_t{codeEnd} + kHandlerSize * handlers.size();
     if (total > 65535) throw SkipMethod("the instrumented code would exceed the 64 KiB code limit");
+    // The counts and max_stack below are u2s; one more would wrap around.
+    if (code.maxStack == 0xffff) throw SkipMethod("max_stack is 65535; the probes need one more word");
+    if (code.exceptions.size() + handlers.size() > 0xffff) throw SkipMethod("the exception table would exceed 65535 entries");
+    if (code.attrs.size() + 1 > 0xffff && needFrames && stackMap == nullptr) {
+        throw SkipMethod("a StackMapTable would make more than 65535 Code attributes");
+    }
 
     // Code.
     Writer c;
@@ -822,7 +844,8 @@ std::vector<std::uint8_t> RewriteCode(const ParsedClass &pc, const Method &m, co
             c.U4(rel(in.targets[0]));
             if (in.op == kTableswitch) {
                 c.U4(static_cast<std::uint32_t>(in.low));
-                c.U4(static_cast<std::uint32_t>(in.low + static_cast<std::int32_t>(in.targets.size()) - 2));
+                // high = low + (entries - 1); targets holds the default and the entries.
+                c.U4(static_cast<std::uint32_t>(in.low + static_cast<std::int32_t>(in.targets.size() - 2)));
                 for (std::size_t k = 1; k < in.targets.size(); ++k) c.U4(rel(in.targets[k]));
             } else {
                 c.U4(static_cast<std::uint32_t>(in.keys.size()));
