@@ -24,6 +24,22 @@ std::uint64_t NowNs() {
     return std::uint64_t(ts.tv_sec) * 1000000000u + std::uint64_t(ts.tv_nsec);
 }
 
+// The clock items of a call event, computed only when some client asked for them.
+template <class Data>
+void FillTimes(Data &d, BitSet wanted, jvmtiEnv *jvmti) {
+    if (wanted & DR_CPU_TIMESTAMP) {
+        d.uiCpuTimestamp = NowNs();
+        d.validData |= DR_CPU_TIMESTAMP;
+    }
+    if (wanted & DR_THREAD_CPU_TIME) {
+        jlong cpu = 0;
+        if (jvmti->GetCurrentThreadCpuTime(&cpu) == JVMTI_ERROR_NONE) {
+            d.uiThreadCpuTime = static_cast<std::uint64_t>(cpu);
+            d.validData |= DR_THREAD_CPU_TIME;
+        }
+    }
+}
+
 std::string SourceName(std::string internalName) {
     std::replace(internalName.begin(), internalName.end(), '/', '.');
     return internalName;
@@ -513,18 +529,7 @@ void JvmProvider::Enter(JNIEnv *jni, std::int32_t id) noexcept {
     d.methodId = static_cast<TId>(id);
     d.threadId = ctx.id;
     d.validData = DR_METHOD_ID | DR_THREAD_ID;
-    const BitSet wanted = core_->RequestedData(EV_METHOD_ENTER);
-    if (wanted & DR_CPU_TIMESTAMP) {
-        d.uiCpuTimestamp = NowNs();
-        d.validData |= DR_CPU_TIMESTAMP;
-    }
-    if (wanted & DR_THREAD_CPU_TIME) {
-        jlong cpu = 0;
-        if (jvmti_->GetCurrentThreadCpuTime(&cpu) == JVMTI_ERROR_NONE) {
-            d.uiThreadCpuTime = static_cast<std::uint64_t>(cpu);
-            d.validData |= DR_THREAD_CPU_TIME;
-        }
-    }
+    FillTimes(d, core_->RequestedData(EV_METHOD_ENTER), jvmti_);
     core_->Raise<IMethodEnterEventObserver>(d, m->callGraph);
 }
 
@@ -549,17 +554,7 @@ void JvmProvider::Leave(JNIEnv *jni, std::int32_t id, bool exceptional) noexcept
         d.threadId = ctx.id;
         d.validData = DR_METHOD_ID | DR_THREAD_ID;
         d.bIsExceptionExit = top != id || exceptional;
-        if (wanted & DR_CPU_TIMESTAMP) {
-            d.uiCpuTimestamp = NowNs();
-            d.validData |= DR_CPU_TIMESTAMP;
-        }
-        if (wanted & DR_THREAD_CPU_TIME) {
-            jlong cpu = 0;
-            if (jvmti_->GetCurrentThreadCpuTime(&cpu) == JVMTI_ERROR_NONE) {
-                d.uiThreadCpuTime = static_cast<std::uint64_t>(cpu);
-                d.validData |= DR_THREAD_CPU_TIME;
-            }
-        }
+        FillTimes(d, wanted, jvmti_);
         core_->Raise<IMethodLeaveEventObserver>(d, m->callGraph);
     }
 }
