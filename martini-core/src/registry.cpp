@@ -177,12 +177,15 @@ void Registry::FinishInit() {
 void Registry::CommitLocked(const Client &client) {
     for (const auto &r : client.registrations) {
         auto &table = core_.tables_[r.event];
+        table.observers[table.count] = r.observer;
         auto &slot = table.slots[table.count++];
         slot.observer = r.observer;
         slot.clientBit = ClientMask{1} << client.index;
         slot.wanted = r.wanted;
         slot.clientIndex = client.index;
         table.requested |= r.wanted;
+        table.wantedByAll &= r.wanted;
+        table.registered |= slot.clientBit;
     }
 }
 
