@@ -174,7 +174,8 @@ std::string JvmProvider::ClassKey(JNIEnv *jni, jobject loader, const std::string
 
 std::vector<std::uint8_t> JvmProvider::OnClassFile(JNIEnv *jni, jobject loader, const char *name,
                                                    std::span<const std::uint8_t> bytes, bool redefining) {
-    if (name == nullptr || std::strcmp(name, "martini/runtime/Probes") == 0) return {};
+    // The probes' own package is never probed.
+    if (name == nullptr || std::strncmp(name, "martini/runtime/", 16) == 0) return {};
     stats_.classesSeen.fetch_add(1, std::memory_order_relaxed);
     const bool instrumenting = instrumenting_.load(std::memory_order_acquire);
     TId classId = 0;
