@@ -11,8 +11,10 @@
 # Configurations:
 #   plain         no agent
 #   none-wanted   the agent with callcount filtering out every class (classes parsed, none rewritten)
-#   counts        callcount on every method (call counts only)
-#   counts+time   callcount time (counts + wall-clock timestamps at every enter and leave)
+#   counts        every method instrumented, bench/clients/count_only (a per-thread counter:
+#                 the framework's own cost per call)
+#   counts+time   the same with DR_CPU_TIMESTAMP at every enter and leave
+#   callcount     callcount on every method (a real client: a hash map update per call)
 #   jvmti-entry   a JVMTI agent counting MethodEntry events (the approach Martini avoids)
 # Prints the median wall time of each configuration and its ratio to plain.
 set -euo pipefail
@@ -21,7 +23,8 @@ build=${1:-build}
 reps=${2:-5}
 agent=$build/providers/jvmti/libmartini-jvmti.so
 oracle=$build/providers/jvmti/liboracle_agent.so
-[ -f "$agent" ] && [ -f "$oracle" ] || { echo "build first: ninja -C $build"; exit 1; }
+count=$build/bench/clients/libcount_only.so
+[ -f "$agent" ] && [ -f "$oracle" ] && [ -f "$count" ] || { echo "build first: ninja -C $build"; exit 1; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -38,13 +41,14 @@ javac_cmd() { java "$@" -m jdk.compiler/com.sun.tools.javac.Main -nowarn -XDigno
   --patch-module java.base="$work/java.base" -d "$work/out" @"$work/sources.txt"; }
 micro_cmd() { java "$@" -cp "$work/micro" CallHeavy; }
 
-configs=(plain none-wanted counts counts+time jvmti-entry)
+configs=(plain none-wanted counts counts+time callcount jvmti-entry)
 args_for() {
   case $1 in
     plain) ;;
     none-wanted) echo "-agentpath:$agent=callcount=include=no.such.package.,out=/dev/null" ;;
-    counts) echo "-agentpath:$agent=callcount=out=/dev/null" ;;
-    counts+time) echo "-agentpath:$agent=callcount=time,out=/dev/null" ;;
+    counts) echo "-agentpath:$agent=$count" ;;
+    counts+time) echo "-agentpath:$agent=$count=time" ;;
+    callcount) echo "-agentpath:$agent=callcount=out=/dev/null" ;;
     jvmti-entry) echo "-agentpath:$oracle=L,/dev/null" ;;
   esac
 }
