@@ -140,11 +140,15 @@ public:
     // its group enabled, in client load order. data.validData must hold the items the
     // provider filled; each observer sees validData limited to what it asked for.
     // Not delivered (and counted) when this thread is already inside a handler.
+    // The check below carries a weak "nobody listening" hint (probability 0.6), not a
+    // strong one: with __builtin_expect GCC moved delivery out of line and spilled
+    // registers around it (1 observer: 1.85x a plain vector loop); with no hint the
+    // nobody-listening path rose to 0.79 ns. Figures: docs/performance.md.
     template <class Observer>
     void Raise(typename Observer::TEventData &data, ClientMask interested = kAllClients) noexcept {
         detail::EventTable &table = tables_[Observer::kEventType];
         const ClientMask targets = table.enabled.load(std::memory_order_relaxed) & interested;
-        if (__builtin_expect(targets == 0, 1)) return;
+        if (__builtin_expect_with_probability(targets == 0, 1, 0.6)) return;
         Deliver<Observer>(table, targets, data);
     }
     // Events without data (VmShutdown, EcStart, ...).
@@ -152,7 +156,7 @@ public:
     void Raise(ClientMask interested = kAllClients) noexcept {
         detail::EventTable &table = tables_[Observer::kEventType];
         const ClientMask targets = table.enabled.load(std::memory_order_relaxed) & interested;
-        if (__builtin_expect(targets == 0, 1)) return;
+        if (__builtin_expect_with_probability(targets == 0, 1, 0.6)) return;
         DeliverNoData<Observer>(table, targets);
     }
 
