@@ -24,6 +24,9 @@ check "callcount sees 16 exceptional exits of reserve" 0 \
   ' 120 +16  com\.example\.shop\.Inventory\.reserve\(II\)V' -- "$replay" --client callcount "$trace"
 check "callcount summary names both threads" 0 'on 2 threads \(32 exceptional exits\)' -- \
   "$replay" --client callcount "$trace"
+check "time option adds each method's inclusive wall time (synthetic trace clock)" 0 \
+  ' 120 +0 +[0-9]+\.[0-9]{3}  com\.example\.shop\.OrderService\.placeOrder' -- \
+  "$replay" --client callcount=time,top=3 "$trace"
 check "unknown client is named" 1 "client 'nosuch' not found" -- "$replay" --client nosuch "$trace"
 check "bad option refuses to start with the option named" 1 "unknown option 'colour'" -- \
   "$replay" --client callcount=colour=red "$trace"

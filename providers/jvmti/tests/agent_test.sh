@@ -38,6 +38,14 @@ MARTINI_DUMP_CLASSES="$work/dump" run -agentpath:"$agent=callcount=include=sampl
 [ -f "$work/dump/sample.Sample\$Child.class" ] && ok || fail "the wanted class was not rewritten"
 [ "$(ls "$work/dump" | wc -l)" = 1 ] && ok || fail "classes nobody wants were rewritten: $(ls "$work/dump" | head)"
 
+# java.lang.Object is never probed, even when a filter wants it (C2 crashed compiling a
+# probed Object.<init>), and the program runs.
+mkdir "$work/dump-object"
+MARTINI_DUMP_CLASSES="$work/dump-object" run -agentpath:"$agent=callcount=include=java.lang.Object" \
+  >"$work/out3" 2>&1
+[ ! -f "$work/dump-object/java.lang.Object.class" ] && grep -q "sample done" "$work/out3" && ok ||
+  fail "java.lang.Object was rewritten, or the program failed"
+
 # 4. Two clients with different filters in one JVM, each sees only its own methods.
 cp "$callcount" "$work/libsecond.so"
 run -agentpath:"$agent=callcount=include=sample.Sample\$Child,out=$work/a.txt;$work/libsecond.so=include=sample.Sample\$Square,out=$work/b.txt" \
