@@ -219,11 +219,7 @@ void JNICALL OnGcFinish(jvmtiEnv *) {
 
 void JNICALL OnSampledObjectAlloc(jvmtiEnv *, JNIEnv *jni, jthread, jobject object, jclass klass, jlong size) {
     const TId classId = gProvider->ClassIdOf(jni, klass);
-    std::string className;
-    core::ClassFacts facts;
-    if (gProvider->DescribeClass(classId, DR_CLASS_NAME, facts) == MRTE_RESULT_OK) className = facts.name;
-    SHeapFilterData filterData{className.c_str()};
-    const ClientMask mask = gCore->HeapInterest(classId, filterData);
+    const ClientMask mask = gProvider->InterestOf(classId, EG_HEAP);
     if (mask == 0) return;
     SObjectAllocEventData d;
     d.threadId = gProvider->ContextOf(jni).id;
@@ -265,10 +261,7 @@ ClientMask MonitorData(JNIEnv *jni, jobject object, Data &d) {
     d.threadId = gProvider->ContextOf(jni).id;
     d.objectId = gProvider->TagOf(jni, object, true);
     d.validData = DR_THREAD_ID | DR_OBJECT_ID | DR_CLASS_ID;
-    core::ClassFacts facts;
-    gProvider->DescribeClass(d.classId, DR_CLASS_NAME, facts);
-    SMonitorFilterData filterData{facts.name.c_str()};
-    return gCore->MonitorInterest(d.classId, filterData);
+    return gProvider->InterestOf(d.classId, EG_MONITOR);
 }
 
 void JNICALL OnMonitorWait(jvmtiEnv *, JNIEnv *jni, jthread, jobject object, jlong timeout) {

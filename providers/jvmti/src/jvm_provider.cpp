@@ -440,6 +440,32 @@ TId JvmProvider::ClassIdOf(JNIEnv *jni, jclass klass) {
     return classes_.size();
 }
 
+ClientMask JvmProvider::InterestOf(TId classId, EEventGroup group) {
+    ClassRecord *cls;
+    {
+        std::lock_guard lock(mutex_);
+        if (classId == 0 || classId > classes_.size()) return 0;
+        cls = classes_[classId - 1].get();  // records are never removed; `name` never changes
+    }
+    const bool heap = group == EG_HEAP;
+    std::atomic<bool> &known = heap ? cls->heapKnown : cls->monitorKnown;
+    std::atomic<ClientMask> &mask = heap ? cls->heapInterest : cls->monitorInterest;
+    if (known.load(std::memory_order_acquire)) return mask.load(std::memory_order_relaxed);
+    // Two threads may both get here for a class: the core caches the filters' answer
+    // by id, so they store the same mask.
+    ClientMask m;
+    if (heap) {
+        SHeapFilterData data{cls->name.c_str()};
+        m = core_->HeapInterest(classId, data);
+    } else {
+        SMonitorFilterData data{cls->name.c_str()};
+        m = core_->MonitorInterest(classId, data);
+    }
+    mask.store(m, std::memory_order_relaxed);
+    known.store(true, std::memory_order_release);
+    return m;
+}
+
 // ---- Threads ---------------------------------------------------------------------------
 
 ThreadContext &JvmProvider::ContextOf(JNIEnv *jni) {

@@ -45,6 +45,9 @@ struct ClassRecord {
     std::string sourceFile;
     std::uint16_t access = 0;
     std::vector<TId> methods;
+    // Heap and monitor filter answers for this class, decided once (InterestOf).
+    std::atomic<ClientMask> heapInterest{0}, monitorInterest{0};
+    std::atomic<bool> heapKnown{false}, monitorKnown{false};
 };
 
 // Method records by id (ids start at 1). Reads are lock-free (the probes read the
@@ -134,6 +137,9 @@ public:
     // ---- Objects (ids are JVMTI tags)
     TId TagOf(JNIEnv *jni, jobject object, bool create);
     TId ClassIdOf(JNIEnv *jni, jclass klass);
+    // Which clients want heap (EG_HEAP) or monitor (EG_MONITOR) events for objects of
+    // this class: the filters are asked once per class, later events read one atomic.
+    ClientMask InterestOf(TId classId, Martini::MPI::EEventGroup group);
     void RememberObject(TId id, ObjectRecord record);
     std::pair<bool, ObjectRecord> ForgetObject(TId id);
 
