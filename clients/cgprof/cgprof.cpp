@@ -1,0 +1,614 @@
+// cgprof: the call-graph profiler. A calling-context tree per runtime thread from
+// MethodEnter/MethodLeave (calls; inclusive and exclusive wall time; thread CPU time
+// where the runtime gives it), merged at the end into a top-N table on stderr and the
+// files of the report library (JSON, collapsed stacks, Chrome trace, pprof, HTML).
+// Written against mpi/ only: the same library runs on every runtime with a provider
+// and under martini-replay.
+//
+// Options (comma-separated): see kUsage below and docs/cgprof.md.
+//
+// Event path: one TLS lookup (cached per OS thread and runtime thread), a short scan
+// of the parent's children (a hash map for nodes with many), a push or pop on the
+// thread's own stack. No lock, no allocation but when the tree or stack grows;
+// memory grows with distinct call paths, not with calls.
+#include <MpiAPI.h>
+
+#include "martini/clients/names.h"
+#include "martini/filters/glob.h"
+#include "martini/report/profile.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+using namespace Martini::MPI;
+namespace report = martini::report;
+
+namespace {
+
+const char kUsage[] =
+    "cgprof options (comma-separated):\n"
+    "  counts | time     mode: calls only (cheapest), or calls and wall time (default)\n"
+    "  cpu               also thread CPU time per call (where the runtime gives it)\n"
+    "  include=PATTERN   profile only methods whose Class.method matches (* and ?); repeatable\n"
+    "  exclude=PATTERN   leave out methods whose Class.method matches; repeatable\n"
+    "  top=N             rows of the table printed at exit (default 20, 0: none)\n"
+    "  out=DIR           write the files there (also set by `martini run --output`)\n"
+    "  formats=LIST      json+collapsed+chrome+pprof+html (default: all)\n"
+    "  name=BASE         base name of the files (default: cgprof)\n"
+    "  depth=N           deepest call path kept per thread (default 4096); deeper calls are counted as overflow\n"
+    "  trace=N           time mode: the first N calls become Chrome trace slices (default 100000)\n"
+    "  paused            start paused: the call-graph group is enabled by an EcStart command\n";
+
+struct Options {
+    bool time = true;
+    bool cpu = false;
+    std::vector<std::string> includes, excludes;
+    std::size_t top = 20;
+    std::string outDir;
+    unsigned formats = report::kAllFormats;
+    std::string name = "cgprof";
+    std::size_t depth = 4096;
+    std::uint64_t trace = 100000;
+    bool paused = false;
+};
+
+bool ParseCount(const std::string &text, std::uint64_t &out) {
+    if (text.empty() || text.size() > 18) return false;
+    for (char c : text) {
+        if (c < '0' || c > '9') return false;
+    }
+    out = std::strtoull(text.c_str(), nullptr, 10);
+    return true;
+}
+
+std::string ParseOptions(const char *text, Options &o) {
+    std::vector<martini::clients::Option> items;
+    if (std::string e = martini::clients::SplitOptions(text, items); !e.empty()) return e;
+    for (const auto &it : items) {
+        const std::string &k = it.key;
+        std::uint64_t n = 0;
+        auto needValue = [&]() -> std::string {
+            return it.hasValue && !it.value.empty() ? "" : "option '" + k + "' needs a value (" + k + "=...)";
+        };
+        if ((k == "counts" || k == "time" || k == "cpu" || k == "paused") && it.hasValue) {
+            return "option '" + k + "' takes no value";
+        }
+        if (k == "counts") o.time = false;
+        else if (k == "time") o.time = true;
+        else if (k == "cpu") o.cpu = true;
+        else if (k == "paused") o.paused = true;
+        else if (k == "include" || k == "exclude") {
+            if (auto e = needValue(); !e.empty()) return e;
+            (k == "include" ? o.includes : o.excludes).push_back(it.value);
+        } else if (k == "top" || k == "depth" || k == "trace") {
+            if (auto e = needValue(); !e.empty()) return e;
+            if (!ParseCount(it.value, n)) return "option '" + k + "': '" + it.value + "' is not a count";
+            if (k == "depth" && (n == 0 || n > 1000000)) return "option 'depth': must be between 1 and 1000000";
+            if (k == "top") o.top = n;
+            else if (k == "depth") o.depth = n;
+            else o.trace = n;
+        } else if (k == "out") {
+            if (auto e = needValue(); !e.empty()) return e;
+            o.outDir = it.value;
+        } else if (k == "name") {
+            if (auto e = needValue(); !e.empty()) return e;
+            if (it.value.find('/') != std::string::npos) return "option 'name': a base name, without '/'";
+            o.name = it.value;
+        } else if (k == "formats") {
+            if (auto e = needValue(); !e.empty()) return e;
+            if (auto e = report::ParseFormats(it.value, o.formats); !e.empty()) return "option 'formats': " + e;
+        } else {
+            return "unknown option '" + k + "'";
+        }
+    }
+    if (o.cpu && !o.time) return "option 'cpu' needs time mode (drop 'counts')";
+    return "";
+}
+
+// ---- Per-thread calling-context tree ---------------------------------------------
+
+constexpr std::uint32_t kNone = 0xffffffffu;
+constexpr std::uint32_t kScanLimit = 12;  // children scanned linearly before the hash map
+
+struct CallNode {
+    TId method = 0;
+    std::uint32_t parent = kNone;
+    std::uint32_t firstChild = kNone;
+    std::uint32_t nextSibling = kNone;
+    std::uint32_t childCount = 0;
+    std::uint64_t calls = 0;
+    std::uint64_t wallNs = 0;  // inclusive
+    std::uint64_t cpuNs = 0;   // inclusive
+    std::uint64_t exceptionExits = 0;
+};
+
+struct OpenCall {
+    std::uint32_t node;
+    std::uint64_t wallStart;
+    std::uint64_t cpuStart;
+    std::uint64_t excludedAtEnter;
+};
+
+struct SpanRecord {
+    TId method;
+    std::uint64_t start, duration;
+};
+
+struct PairHash {
+    std::size_t operator()(const std::pair<std::uint32_t, TId> &k) const noexcept {
+        return std::hash<std::uint64_t>()(k.second * 0x9E3779B97F4A7C15ull ^ k.first);
+    }
+};
+
+struct ThreadTree {
+    TId threadId = 0;
+    std::atomic<std::uint32_t> busy{0};  // inside a handler (read at shutdown)
+    std::vector<CallNode> nodes;         // nodes[0] is the root
+    std::vector<OpenCall> stack;
+    std::unordered_map<std::pair<std::uint32_t, TId>, std::uint32_t, PairHash> wideChildren;
+    std::uint32_t beyondDepth = 0;  // calls open beyond the depth cap
+    std::uint32_t seenEpoch = 0;
+    std::uint64_t lastWall = 0, lastCpu = 0;
+    std::uint64_t excludedNs = 0, excludedCpuNs = 0;  // time around pauses, charged to no one
+    // diagnostics
+    std::uint64_t depthOverflows = 0, unmatchedLeaves = 0, unclosedByPause = 0, exceptionExits = 0;
+    std::vector<SpanRecord> spans;
+
+    ThreadTree() { nodes.emplace_back(); }
+
+    std::uint32_t Child(std::uint32_t parent, TId method) {
+        CallNode &p = nodes[parent];
+        if (p.childCount <= kScanLimit) {
+            for (std::uint32_t c = p.firstChild; c != kNone; c = nodes[c].nextSibling) {
+                if (nodes[c].method == method) return c;
+            }
+        } else {
+            auto it = wideChildren.find({parent, method});
+            if (it != wideChildren.end()) return it->second;
+        }
+        const auto index = static_cast<std::uint32_t>(nodes.size());
+        CallNode n;
+        n.method = method;
+        n.parent = parent;
+        n.nextSibling = nodes[parent].firstChild;
+        nodes.push_back(n);
+        CallNode &q = nodes[parent];  // push_back may have moved it
+        q.firstChild = index;
+        ++q.childCount;
+        if (q.childCount == kScanLimit + 1) {
+            for (std::uint32_t c = q.firstChild; c != kNone; c = nodes[c].nextSibling) wideChildren.emplace(std::pair{parent, nodes[c].method}, c);
+        } else if (q.childCount > kScanLimit + 1) {
+            wideChildren.emplace(std::pair{parent, method}, index);
+        }
+        return index;
+    }
+};
+
+class Profiler;
+
+// Marks the thread's tree busy for the duration of a handler (see Profiler::Quiesce).
+struct BusyScope {
+    ThreadTree &t;
+    explicit BusyScope(ThreadTree &tree) : t(tree) { t.busy.store(1, std::memory_order_relaxed); }
+    ~BusyScope() { t.busy.store(0, std::memory_order_release); }
+};
+
+class Profiler {
+public:
+    Profiler(IMpi &mpi, TId id, Options options) : mpi_(mpi), id_(id), o_(std::move(options)) {
+        spansLeft_.store(o_.time ? o_.trace : 0, std::memory_order_relaxed);
+    }
+
+    const Options &options() const { return o_; }
+    IMpi &mpi() { return mpi_; }
+    TId id() const { return id_; }
+
+    ThreadTree &Tree(TId threadId) {
+        struct Cache {
+            const Profiler *owner;
+            TId thread;
+            ThreadTree *tree;
+        };
+        thread_local Cache cache{nullptr, 0, nullptr};
+        if (cache.owner == this && cache.thread == threadId) return *cache.tree;
+        std::lock_guard lock(mutex_);
+        auto &slot = trees_[threadId];
+        if (!slot) {
+            slot = std::make_unique<ThreadTree>();
+            slot->threadId = threadId;
+        }
+        cache = {this, threadId, slot.get()};
+        return *slot;
+    }
+
+    // A pause happened since this thread's last event: the time between its last
+    // event and this one is charged to no frame (it holds the pause).
+    void CheckEpoch(ThreadTree &t, std::uint64_t wall, std::uint64_t cpu) {
+        const std::uint32_t epoch = epoch_.load(std::memory_order_relaxed);
+        if (epoch != t.seenEpoch) {
+            t.seenEpoch = epoch;
+            if (t.lastWall != 0 && wall > t.lastWall) t.excludedNs += wall - t.lastWall;
+            if (t.lastCpu != 0 && cpu > t.lastCpu) t.excludedCpuNs += cpu - t.lastCpu;
+        }
+        t.lastWall = wall;
+        t.lastCpu = cpu;
+    }
+
+    void Enter(TId threadId, TId method, std::uint64_t wall, std::uint64_t cpu) {
+        ThreadTree &t = Tree(threadId);
+        BusyScope busy(t);
+        CheckEpoch(t, wall, cpu);
+        if (t.stack.size() >= o_.depth) {
+            ++t.beyondDepth;
+            ++t.depthOverflows;
+            return;
+        }
+        const std::uint32_t parent = t.stack.empty() ? 0 : t.stack.back().node;
+        const std::uint32_t node = t.Child(parent, method);
+        ++t.nodes[node].calls;
+        t.stack.push_back({node, wall, cpu, t.excludedNs});
+    }
+
+    void Leave(TId threadId, TId method, std::uint64_t wall, std::uint64_t cpu, bool exceptional) {
+        ThreadTree &t = Tree(threadId);
+        BusyScope busy(t);
+        CheckEpoch(t, wall, cpu);
+        if (t.beyondDepth > 0) {
+            --t.beyondDepth;
+            return;
+        }
+        if (t.stack.empty()) {
+            ++t.unmatchedLeaves;  // entered while paused
+            return;
+        }
+        if (t.nodes[t.stack.back().node].method != method) {
+            // Frames that straddle a pause: find the one this leave closes; inner
+            // frames above it left while we were paused.
+            std::size_t i = t.stack.size() - 1;
+            while (i > 0 && t.nodes[t.stack[i - 1].node].method != method) --i;
+            if (i == 0) {
+                ++t.unmatchedLeaves;  // entered while paused
+                return;
+            }
+            while (t.stack.size() > i) {
+                Close(t, wall, cpu);
+                ++t.unclosedByPause;
+            }
+        }
+        if (exceptional) {
+            ++t.nodes[t.stack.back().node].exceptionExits;
+            ++t.exceptionExits;
+        }
+        Close(t, wall, cpu);
+    }
+
+    void Pause() {
+        if (paused_.exchange(true)) return;
+        mpi_.DisableEventGroup(id_, EG_CALL_GRAPH);
+        epoch_.fetch_add(1, std::memory_order_relaxed);
+    }
+    void Resume() {
+        if (!paused_.exchange(false)) return;
+        epoch_.fetch_add(1, std::memory_order_relaxed);
+        mpi_.EnableEventGroup(id_, EG_CALL_GRAPH);
+    }
+    void StartPaused() {
+        paused_ = true;
+        epoch_.fetch_add(1, std::memory_order_relaxed);
+    }
+
+    void SetThreadName(TId threadId, const char *name) {
+        std::lock_guard lock(mutex_);
+        threadNames_[threadId] = name;
+    }
+    void SetOutputDirectory(const char *dir) {
+        std::lock_guard lock(mutex_);
+        if (o_.outDir.empty() && dir != nullptr) outDir_ = dir;
+    }
+
+    bool Included(const char *className, const char *methodName) const {
+        if (o_.includes.empty() && o_.excludes.empty()) return true;
+        const std::string full = std::string(className ? className : "") + "." + (methodName ? methodName : "");
+        for (const auto &p : o_.excludes) {
+            if (martini::filters::GlobMatch(p, full)) return false;
+        }
+        if (o_.includes.empty()) return true;
+        for (const auto &p : o_.includes) {
+            if (martini::filters::GlobMatch(p, full)) return true;
+        }
+        return false;
+    }
+
+    void Finish();
+
+private:
+    void Close(ThreadTree &t, std::uint64_t wall, std::uint64_t cpu) {
+        const OpenCall call = t.stack.back();
+        t.stack.pop_back();
+        CallNode &n = t.nodes[call.node];
+        const std::uint64_t excluded = t.excludedNs - call.excludedAtEnter;
+        const std::uint64_t elapsed = wall > call.wallStart ? wall - call.wallStart : 0;
+        const std::uint64_t charged = elapsed > excluded ? elapsed - excluded : 0;
+        n.wallNs += charged;
+        if (cpu > call.cpuStart) n.cpuNs += cpu - call.cpuStart;
+        if (o_.time && spansLeft_.load(std::memory_order_relaxed) > 0 &&
+            spansLeft_.fetch_sub(1, std::memory_order_relaxed) > 0) {
+            t.spans.push_back({n.method, call.wallStart, charged});
+        }
+    }
+
+    // Stops the call-graph events and waits for handlers in flight on other threads
+    // (runtimes may still run daemon threads while they shut down).
+    void Quiesce() {
+        mpi_.DisableEventGroup(id_, EG_CALL_GRAPH);
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        std::lock_guard lock(mutex_);
+        for (auto &[id, t] : trees_) {
+            for (int i = 0; i < 1000 && t->busy.load(std::memory_order_acquire) != 0; ++i) {
+                std::this_thread::sleep_for(std::chrono::microseconds(100));
+            }
+        }
+    }
+
+    IMpi &mpi_;
+    TId id_;
+    Options o_;
+    std::mutex mutex_;
+    std::unordered_map<TId, std::unique_ptr<ThreadTree>> trees_;
+    std::unordered_map<TId, std::string> threadNames_;
+    std::string outDir_;
+    std::atomic<bool> paused_{false};
+    std::atomic<std::uint32_t> epoch_{0};
+    std::atomic<std::int64_t> spansLeft_{0};
+};
+
+void Profiler::Finish() {
+    Quiesce();
+    std::lock_guard lock(mutex_);
+    report::Profile p;
+    p.tool = "cgprof";
+    p.mode = o_.time ? "time" : "counts";
+    SRuntimeInfo runtime;
+    if (mpi_.GetRuntimeInfo(id_, &runtime) == MRTE_RESULT_OK) {
+        p.runtime = runtime.szRuntimeName;
+        if (runtime.szRuntimeVersion[0] != '\0') p.runtime += std::string(" ") + runtime.szRuntimeVersion;
+    }
+    p.metrics.push_back({"calls", "count"});
+    if (o_.time) p.metrics.push_back({"wall", "nanoseconds"});
+    if (o_.cpu) p.metrics.push_back({"cpu", "nanoseconds"});
+    p.defaultMetric = o_.time ? 1 : 0;
+    const std::size_t m = p.metrics.size();
+
+    std::unordered_map<TId, std::uint32_t> frameOf;
+    auto frame = [&](TId method) {
+        auto [it, added] = frameOf.emplace(method, static_cast<std::uint32_t>(p.frames.size()));
+        if (added) {
+            const auto names = martini::clients::GetMethodNames(mpi_, id_, method);
+            report::Frame f;
+            f.className = names.className;
+            f.method = names.method;
+            f.signature = names.signature;
+            f.file = names.sourceFile;
+            f.name = names.ok ? (f.className.empty() ? f.method : f.className + "." + f.method)
+                              : "method#" + std::to_string(method);
+            p.frames.push_back(std::move(f));
+        }
+        return it->second;
+    };
+
+    std::uint64_t depthOverflows = 0, unmatched = 0, unclosed = 0, exceptionExits = 0, stillOpen = 0;
+    std::vector<const ThreadTree *> ordered;
+    for (const auto &[id, t] : trees_) ordered.push_back(t.get());
+    std::sort(ordered.begin(), ordered.end(), [](auto *a, auto *b) { return a->threadId < b->threadId; });
+    for (const ThreadTree *tc : ordered) {
+        auto &t = const_cast<ThreadTree &>(*tc);
+        // Calls still running (threads the runtime did not end): closed at the
+        // thread's last event, so what they did is kept.
+        stillOpen += t.stack.size();
+        while (!t.stack.empty()) Close(t, t.lastWall, t.lastCpu);
+        depthOverflows += t.depthOverflows;
+        unmatched += t.unmatchedLeaves;
+        unclosed += t.unclosedByPause;
+        exceptionExits += t.exceptionExits;
+        report::Tree tree;
+        tree.threadId = t.threadId;
+        if (auto it = threadNames_.find(t.threadId); it != threadNames_.end()) tree.threadName = it->second;
+        else tree.threadName = martini::clients::GetThreadName(mpi_, id_, t.threadId);
+        tree.Clear(m);
+        std::vector<std::uint32_t> to(t.nodes.size(), 0);
+        for (std::uint32_t i = 1; i < t.nodes.size(); ++i) {
+            const CallNode &n = t.nodes[i];
+            to[i] = tree.Add(to[n.parent], frame(n.method), m);
+            // Exclusive = inclusive minus the children's inclusive (never negative).
+            std::uint64_t childWall = 0, childCpu = 0;
+            for (std::uint32_t c = n.firstChild; c != kNone; c = t.nodes[c].nextSibling) {
+                childWall += t.nodes[c].wallNs;
+                childCpu += t.nodes[c].cpuNs;
+            }
+            auto &self = tree.nodes[to[i]].self;
+            self[0] = n.calls;
+            if (o_.time) self[1] = n.wallNs > childWall ? n.wallNs - childWall : 0;
+            if (o_.cpu) self[2] = n.cpuNs > childCpu ? n.cpuNs - childCpu : 0;
+        }
+        if (tree.nodes.size() > 1) p.threads.push_back(std::move(tree));
+        for (const SpanRecord &s : t.spans) p.spans.push_back({t.threadId, frame(s.method), s.start, s.duration, "call"});
+    }
+    p.Merge();
+    p.counters = {{"depth_overflows", depthOverflows},
+                  {"leaves_without_enter", unmatched},
+                  {"calls_closed_after_pause", unclosed},
+                  {"calls_open_at_exit", stillOpen},
+                  {"exception_exits", exceptionExits},
+                  {"trace_slices", p.spans.size()}};
+
+    if (o_.top > 0) {
+        std::ostringstream table;
+        report::WriteTopTable(p, table, o_.top);
+        std::fputs(table.str().c_str(), stderr);
+    }
+    const std::string dir = o_.outDir.empty() ? outDir_ : o_.outDir;
+    if (!dir.empty() && o_.formats != 0) {
+        std::vector<std::string> written, errors;
+        report::WriteFiles(p, dir, o_.name, o_.formats, written, errors);
+        for (const auto &path : written) std::fprintf(stderr, "cgprof: wrote %s\n", path.c_str());
+        for (const auto &e : errors) std::fprintf(stderr, "cgprof: %s\n", e.c_str());
+    }
+    std::fflush(stderr);
+}
+
+// ---- Observers --------------------------------------------------------------------
+
+class EnterObserver : public IMethodEnterEventObserver {
+public:
+    explicit EnterObserver(Profiler &p) : p_(p), wanted_(Wanted(p.options())) {}
+    static BitSet Wanted(const Options &o) {
+        return DR_METHOD_ID | DR_THREAD_ID | (o.time ? DR_CPU_TIMESTAMP : 0) | (o.cpu ? DR_THREAD_CPU_TIME : 0);
+    }
+    BitSet EventDataTypes() override { return wanted_; }
+    void HandleEvent(SMethodEnterEventData &d) override {
+        p_.Enter(d.threadId, d.methodId, d.uiCpuTimestamp, d.uiThreadCpuTime);
+    }
+
+private:
+    Profiler &p_;
+    BitSet wanted_;
+};
+
+class LeaveObserver : public IMethodLeaveEventObserver {
+public:
+    explicit LeaveObserver(Profiler &p) : p_(p), wanted_(EnterObserver::Wanted(p.options())) {}
+    BitSet EventDataTypes() override { return wanted_; }
+    void HandleEvent(SMethodLeaveEventData &d) override {
+        p_.Leave(d.threadId, d.methodId, d.uiCpuTimestamp, d.uiThreadCpuTime, d.bIsExceptionExit);
+    }
+
+private:
+    Profiler &p_;
+    BitSet wanted_;
+};
+
+class ThreadStartObserver : public IThreadStartEventObserver {
+public:
+    explicit ThreadStartObserver(Profiler &p) : p_(p) {}
+    BitSet EventDataTypes() override { return DR_THREAD_ID | DR_THREAD_NAME; }
+    void HandleEvent(SThreadStartEventData &d) override {
+        if ((d.validData & DR_THREAD_NAME) && d.szThreadName != nullptr) p_.SetThreadName(d.threadId, d.szThreadName);
+    }
+
+private:
+    Profiler &p_;
+};
+
+class ShutdownObserver : public IVmShutdownEventObserver {
+public:
+    explicit ShutdownObserver(Profiler &p) : p_(p) {}
+    void HandleEvent() override { p_.Finish(); }
+
+private:
+    Profiler &p_;
+};
+
+class StartObserver : public IEcStartEventObserver {
+public:
+    explicit StartObserver(Profiler &p) : p_(p) {}
+    void HandleEvent() override { p_.Resume(); }
+
+private:
+    Profiler &p_;
+};
+
+class StopObserver : public IEcStopEventObserver {
+public:
+    explicit StopObserver(Profiler &p) : p_(p) {}
+    void HandleEvent() override { p_.Pause(); }
+
+private:
+    Profiler &p_;
+};
+
+class OutputDirObserver : public IEcSetOutputDirectoryEventObserver {
+public:
+    explicit OutputDirObserver(Profiler &p) : p_(p) {}
+    BitSet EventDataTypes() override { return DR_COMMAND; }
+    void HandleEvent(SEcSetOutputDirectoryEventData &d) override {
+        if (d.validData & DR_COMMAND) p_.SetOutputDirectory(d.szDirectoryName);
+    }
+
+private:
+    Profiler &p_;
+};
+
+// Asked once per method when the runtime instruments it, never per call.
+class PatternFilter : public ICallGraphFilter {
+public:
+    explicit PatternFilter(Profiler &p) : p_(p) {}
+    bool ShouldNotify(SCallGraphFilterData &d) override { return p_.Included(d.szClassName, d.szMethodName); }
+
+private:
+    Profiler &p_;
+};
+
+struct Instance {
+    Profiler profiler;
+    EnterObserver enter{profiler};
+    LeaveObserver leave{profiler};
+    ThreadStartObserver threadStart{profiler};
+    ShutdownObserver shutdown{profiler};
+    StartObserver start{profiler};
+    StopObserver stop{profiler};
+    OutputDirObserver outputDir{profiler};
+    PatternFilter filter{profiler};
+    Instance(IMpi &mpi, TId id, Options o) : profiler(mpi, id, std::move(o)) {}
+};
+
+}  // namespace
+
+extern "C" API_EXPORT TResult MPICL_Instantiate(IMpi *mpi, TId clientId, const char *options) {
+    Options o;
+    if (options != nullptr && (std::string(options) == "help" || std::string(options) == "--help")) {
+        std::fputs(kUsage, stderr);
+        return MRTE_ERROR_FAIL;
+    }
+    if (std::string e = ParseOptions(options, o); !e.empty()) {
+        std::fprintf(stderr, "cgprof: %s\n%s", e.c_str(), kUsage);
+        return MRTE_ERROR_ILLEGAL_ARGUMENT;
+    }
+    // Lives until the process ends: the runtime may raise events until then.
+    auto *instance = new Instance(*mpi, clientId, std::move(o));
+    const Options &opts = instance->profiler.options();
+    TResult r = mpi->RegisterEvent(clientId, instance->enter);
+    if (r == MRTE_RESULT_OK) r = mpi->RegisterEvent(clientId, instance->leave);
+    if (r == MRTE_RESULT_OK) r = mpi->RegisterEvent(clientId, instance->shutdown);
+    if (r != MRTE_RESULT_OK) {
+        std::fprintf(stderr, "cgprof: this runtime does not give method enter/leave events (result %d)\n", int(r));
+        return r;
+    }
+    // Optional: names of threads, external control, output directory.
+    mpi->RegisterEvent(clientId, instance->threadStart);
+    mpi->RegisterEvent(clientId, instance->start);
+    mpi->RegisterEvent(clientId, instance->stop);
+    mpi->RegisterEvent(clientId, instance->outputDir);
+    if (!opts.includes.empty() || !opts.excludes.empty()) {
+        r = mpi->SetEventGroupFilter(clientId, EG_CALL_GRAPH, instance->filter);
+        if (r != MRTE_RESULT_OK) {
+            std::fprintf(stderr, "cgprof: cannot set the method filter (result %d)\n", int(r));
+            return r;
+        }
+    }
+    if (opts.paused) {
+        instance->profiler.StartPaused();
+        mpi->DisableEventGroup(clientId, EG_CALL_GRAPH);
+    }
+    return MRTE_RESULT_OK;
+}

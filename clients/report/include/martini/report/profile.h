@@ -1,0 +1,163 @@
+// The profile model shared by Martini's clients and the `martini` command, and the
+// writers and reader of its formats (docs/formats.md).
+//
+// A profile is a set of calling-context trees (one per runtime thread, and their
+// merge) over a table of frames, with one or more metrics per node. Every metric is
+// stored as the node's *self* value (what happened in exactly this context); totals
+// (inclusive values) are the sums over subtrees, so they are never double-counted
+// under recursion. cgprof's metrics are calls, wall and cpu time; heapprof's are
+// allocated objects and bytes.
+//
+// Nothing here is on an event path: clients build their own per-thread structures
+// while the program runs and convert them into a Profile once, at the end.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace martini::report {
+
+inline constexpr std::uint32_t kNoParent = 0xffffffffu;
+inline constexpr std::uint32_t kRootFrame = 0xffffffffu;
+
+struct Metric {
+    std::string name;  // "calls", "wall", "cpu", "alloc_objects", "alloc_space", ...
+    std::string unit;  // "count", "nanoseconds", "bytes"
+};
+
+struct Frame {
+    std::string name;       // what people read: "shop.Cart.add"
+    std::string className;  // "shop.Cart" ("" when unknown)
+    std::string method;     // "add"
+    std::string signature;  // "(I)V"
+    std::string file;       // "Cart.java"
+    int line = 0;           // first line of the method, 0 when unknown
+};
+
+struct Node {
+    std::uint32_t frame = kRootFrame;  // index into Profile::frames; kRootFrame for the root
+    std::uint32_t parent = kNoParent;  // index of the parent node; kNoParent for the root
+    std::vector<std::uint64_t> self;   // one value per metric
+    std::vector<std::uint32_t> children;
+};
+
+// One calling-context tree. nodes[0] is the root (no frame); a parent always comes
+// before its children.
+struct Tree {
+    std::uint64_t threadId = 0;  // 0 for the merged tree
+    std::string threadName;
+    std::vector<Node> nodes;
+
+    // Adds a node under `parent` and returns its index (does not look for an existing
+    // child: see ChildOf).
+    std::uint32_t Add(std::uint32_t parent, std::uint32_t frame, std::size_t metrics);
+    // The child of `parent` for `frame`, created when missing (linear in the children).
+    std::uint32_t ChildOf(std::uint32_t parent, std::uint32_t frame, std::size_t metrics);
+    void Clear(std::size_t metrics);  // just a root
+};
+
+// A timed call for the Chrome trace: one complete ("X") event.
+struct Span {
+    std::uint64_t threadId = 0;
+    std::uint32_t frame = 0;
+    std::uint64_t startNs = 0;
+    std::uint64_t durationNs = 0;
+    std::string category;  // "call", "contention", "wait", ...
+};
+
+struct ThreadInfo {
+    std::uint64_t id = 0;
+    std::string name;
+};
+
+struct Profile {
+    std::string tool;     // "cgprof"
+    std::string runtime;  // "OpenJDK 64-Bit Server VM 17.0.15", "replay"
+    std::string mode;     // the tool's mode: "counts", "time", "exact", "sampled"
+    std::vector<Metric> metrics;
+    std::size_t defaultMetric = 0;  // the one flame graphs and collapsed stacks show
+    std::vector<Frame> frames;
+    std::vector<Tree> threads;  // one tree per runtime thread
+    Tree merged;                // all threads' trees merged by call path
+    std::vector<Span> spans;    // timed calls, bounded (may be empty)
+    std::vector<ThreadInfo> threadNames;  // names for threads that have spans but no tree
+    std::vector<std::pair<std::string, std::uint64_t>> counters;  // diagnostics
+
+    // The index of the metric named `name`, or -1.
+    int MetricIndex(const std::string &name) const;
+    // Rebuilds `merged` from `threads`.
+    void Merge();
+    std::string ThreadName(std::uint64_t threadId) const;
+};
+
+// Inclusive values per node and metric: totals[node][metric].
+std::vector<std::vector<std::uint64_t>> Totals(const Tree &tree, std::size_t metrics);
+
+// ---- Tables ---------------------------------------------------------------------
+
+struct TableRow {
+    std::uint32_t frame = 0;
+    std::uint64_t calls = 0;  // sum of the "calls" metric (0 when there is none)
+    std::uint64_t self = 0;   // of the ranking metric
+    std::uint64_t total = 0;  // of the ranking metric, counted once under recursion
+};
+
+// Per-frame rows of the merged tree ranked by `metric`'s self value (then total).
+// Totals count a frame's outermost activations only, so recursion is not inflated.
+std::vector<TableRow> TopFrames(const Profile &profile, std::size_t metric);
+
+// The top-N table people read on a terminal: method, calls, self %, total % (and
+// self/total time when the profile has a time metric).
+void WriteTopTable(const Profile &profile, std::ostream &out, std::size_t topN);
+
+// ---- Formats (docs/formats.md) --------------------------------------------------
+
+void WriteJson(const Profile &profile, std::ostream &out);
+// Returns "" on success, else why the input is not a Martini profile (with the field
+// or the position).
+std::string ReadJson(std::istream &in, Profile &profile);
+std::string ReadJsonFile(const std::string &path, Profile &profile);
+
+// "a;b;c N" per call path of the merged tree, N the self value of `metric`.
+void WriteCollapsed(const Profile &profile, std::ostream &out, std::size_t metric);
+
+// Chrome trace event JSON (Perfetto UI, chrome://tracing). Uses the recorded spans;
+// without spans, lays each thread's tree out as a flame chart (widths from the
+// default metric), marked "synthesized" in the metadata.
+void WriteChromeTrace(const Profile &profile, std::ostream &out);
+
+// pprof's profile.proto, gzipped. One sample per (thread, call path) with a value per
+// metric and a "thread" label. Returns "" or the error.
+std::string WritePprof(const Profile &profile, const std::string &path);
+
+// The self-contained HTML report: flame graph (zoom, search, hover), top-N table,
+// thread and metric choice. No network access needed to view it.
+void WriteHtml(const Profile &profile, std::ostream &out);
+
+// ---- Writing a set of files -------------------------------------------------------
+
+enum Format : unsigned {
+    kJson = 1u << 0,
+    kCollapsed = 1u << 1,
+    kChrome = 1u << 2,
+    kPprof = 1u << 3,
+    kHtml = 1u << 4,
+    kAllFormats = kJson | kCollapsed | kChrome | kPprof | kHtml,
+};
+
+// Parses "json+collapsed+chrome+pprof+html" (also "all"); returns "" or the error.
+std::string ParseFormats(const std::string &text, unsigned &formats);
+// The file name a format gets: <base>.json, <base>.collapsed, <base>.trace.json,
+// <base>.pb.gz, <base>.html.
+std::string FileName(const std::string &base, Format format);
+
+// Writes each requested format to <dir>/<FileName(base, format)>, creating dir.
+// Appends the paths written to `written` and one message per failure to `errors`.
+void WriteFiles(const Profile &profile, const std::string &dir, const std::string &base,
+                unsigned formats, std::vector<std::string> &written,
+                std::vector<std::string> &errors);
+
+}  // namespace martini::report
