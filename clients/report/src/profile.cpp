@@ -157,12 +157,12 @@ std::size_t RankingMetric(const Profile &profile) {
 
 }  // namespace
 
-void WriteTopTable(const Profile &profile, std::ostream &out, std::size_t topN) {
+void WriteTopTable(const Profile &profile, std::ostream &out, std::size_t topN, int rankBy) {
     if (profile.metrics.empty()) {
         out << "(empty profile)\n";
         return;
     }
-    const std::size_t metric = RankingMetric(profile);
+    const std::size_t metric = rankBy >= 0 && std::size_t(rankBy) < profile.metrics.size() ? std::size_t(rankBy) : RankingMetric(profile);
     const Metric &rank = profile.metrics[metric];
     const bool isTime = rank.unit == "nanoseconds";
     const bool hasCalls = profile.MetricIndex("calls") >= 0;

@@ -1,7 +1,9 @@
 // The JVMTI agent: java -agentpath:<dir>/libmartini-jvmti.so=<config> ...
 //
 // <config> is "<client>[=<options>][;<client>[=<options>]]..." (see client_spec.h) or
-// "@<file.json>" holding {"clients": [{"client": "callcount", "options": "top=5"}]}.
+// "@<file.json>" holding {"clients": [{"client": "callcount", "options": "top=5"}],
+// "output": "DIR"}; "output" (optional) is raised to the clients as
+// EcSetOutputDirectory at VM start (`martini run --output` uses it).
 // A bad config or a client that does not load prints one line naming the problem,
 // and the JVM runs on without that client. Only Agent_OnLoad is exported.
 #include "jvm_provider.h"
@@ -58,6 +60,8 @@ std::vector<std::string> ClientSearchDirs(const std::string &agentDir) {
 }
 
 // "@file.json" -> the same list as the text form.
+std::string gOutputDirectory;  // from the JSON config's "output"
+
 std::string ReadJsonConfig(const std::string &path, std::vector<core::ClientSpec> &out) {
     std::ifstream in(path);
     if (!in) return "cannot read the configuration file '" + path + "'";
@@ -69,7 +73,15 @@ std::string ReadJsonConfig(const std::string &path, std::vector<core::ClientSpec
     }
     if (!j.is_object()) return "configuration file '" + path + "': expected an object with \"clients\"";
     for (auto it = j.begin(); it != j.end(); ++it) {
-        if (it.key() != "clients") return "configuration file '" + path + "': unknown field \"" + it.key() + "\"";
+        if (it.key() != "clients" && it.key() != "output") {
+            return "configuration file '" + path + "': unknown field \"" + it.key() + "\"";
+        }
+    }
+    if (const auto output = j.find("output"); output != j.end()) {
+        if (!output->is_string() || output->get<std::string>().empty()) {
+            return "configuration file '" + path + "': \"output\" must be a directory name";
+        }
+        gOutputDirectory = output->get<std::string>();
     }
     const auto clients = j.find("clients");
     if (clients == j.end() || !clients->is_array()) {
@@ -155,6 +167,12 @@ void JNICALL OnVmInit(jvmtiEnv *jvmti, JNIEnv *jni, jthread) {
         }
     }
     gCore->SetLive(true);
+    if (!gOutputDirectory.empty() && gCore->HasObservers(EV_EC_SET_OUTPUT_DIRECTORY)) {
+        SEcSetOutputDirectoryEventData out;
+        out.szDirectoryName = gOutputDirectory.c_str();
+        out.validData = DR_COMMAND;
+        gCore->Raise<IEcSetOutputDirectoryEventObserver>(out);
+    }
     SVmInitEventData d;
     d.threadId = gProvider->ContextOf(jni).id;
     d.validData = DR_THREAD_ID;

@@ -110,8 +110,9 @@ struct TableRow {
 std::vector<TableRow> TopFrames(const Profile &profile, std::size_t metric);
 
 // The top-N table people read on a terminal: method, calls, self %, total % (and
-// self/total time when the profile has a time metric).
-void WriteTopTable(const Profile &profile, std::ostream &out, std::size_t topN);
+// self/total time when the profile has a time metric). Ranked by `metric`, or when
+// it is -1 by wall time if measured, else the default metric.
+void WriteTopTable(const Profile &profile, std::ostream &out, std::size_t topN, int metric = -1);
 
 // ---- Formats (docs/formats.md) --------------------------------------------------
 
