@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs what building and testing Martini needs, from Debian 12's packages.
 # Run as root. Installs only what is missing, so a second run is quick.
+#   install-deps.sh          what building and running needs
+#   install-deps.sh --test   also what the tests use to check outputs with real
+#                            consumers (headless Chromium, go tool pprof)
 set -euo pipefail
 packages=(
   g++ meson ninja-build pkg-config python3
@@ -8,7 +11,11 @@ packages=(
   libgtest-dev libgmock-dev            # tests
   libbenchmark-dev libboost-dev        # benchmarks (Boost.Signals2 is the baseline)
   openjdk-17-jdk-headless              # JVM provider: JVMTI headers, javac/java for its tests
+  libprotobuf-dev protobuf-compiler zlib1g-dev  # report library: pprof output
 )
+if [ "${1:-}" = "--test" ]; then
+  packages+=(chromium golang-go)       # the HTML report's browser test; `go tool pprof`
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -3,7 +3,7 @@
 # AddressSanitizer + UndefinedBehaviorSanitizer. Ends with "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh || exit 1
+bash scripts/install-deps.sh --test || exit 1
 
 passed=0 failed=0
 run_suite() {  # run_suite BUILD_DIR TEST_OPTIONS [meson setup options...]

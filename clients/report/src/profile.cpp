@@ -142,9 +142,22 @@ std::string Percent(std::uint64_t part, std::uint64_t whole) {
     return s.str();
 }
 
-std::string Millis(std::uint64_t ns) {
+// Times in the unit that suits the profile's whole: us, ms or s.
+struct TimeUnit {
+    const char *name;
+    double divisor;
+};
+
+TimeUnit UnitFor(std::uint64_t wholeNs) {
+    if (wholeNs < 10'000'000) return {"us", 1e3};
+    if (wholeNs < 100'000'000'000) return {"ms", 1e6};
+    return {"s", 1e9};
+}
+
+std::string InUnit(std::uint64_t ns, TimeUnit unit) {
     std::ostringstream s;
-    s << std::fixed << std::setprecision(ns < 10'000'000 ? 3 : 1) << double(ns) / 1e6;
+    const double v = double(ns) / unit.divisor;
+    s << std::fixed << std::setprecision(v < 10 ? 3 : 1) << v;
     return s.str();
 }
 
@@ -177,13 +190,14 @@ void WriteTopTable(const Profile &profile, std::ostream &out, std::size_t topN, 
 
     out << profile.tool << ": top " << shown << " of " << rows.size() << " methods by self "
         << rank.name << " (" << profile.threads.size() << " thread" << (profile.threads.size() == 1 ? "" : "s");
-    if (isTime) out << ", " << Millis(whole) << " ms in all";
+    const TimeUnit unit = UnitFor(whole);
+    if (isTime) out << ", " << InUnit(whole, unit) << " " << unit.name << " in all";
     else out << ", " << whole << " " << rank.name << " in all";
     out << ")\n";
     out << std::left << std::setw(int(nameWidth)) << "method" << std::right;
     if (hasCalls) out << std::setw(12) << "calls";
     out << std::setw(9) << "self %" << std::setw(9) << "total %";
-    if (isTime) out << std::setw(12) << "self ms" << std::setw(12) << "total ms";
+    if (isTime) out << std::setw(12) << (std::string("self ") + unit.name) << std::setw(12) << (std::string("total ") + unit.name);
     else if (!hasCalls || rank.name != "calls") out << std::setw(14) << ("self " + rank.name) << std::setw(14) << ("total " + rank.name);
     out << "\n";
     for (std::size_t i = 0; i < shown; ++i) {
@@ -193,7 +207,7 @@ void WriteTopTable(const Profile &profile, std::ostream &out, std::size_t topN, 
         out << std::left << std::setw(int(nameWidth)) << name << std::right;
         if (hasCalls) out << std::setw(12) << r.calls;
         out << std::setw(9) << Percent(r.self, whole) << std::setw(9) << Percent(r.total, whole);
-        if (isTime) out << std::setw(12) << Millis(r.self) << std::setw(12) << Millis(r.total);
+        if (isTime) out << std::setw(12) << InUnit(r.self, unit) << std::setw(12) << InUnit(r.total, unit);
         else if (!hasCalls || rank.name != "calls") out << std::setw(14) << r.self << std::setw(14) << r.total;
         out << "\n";
     }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The README's main job: the bundled Java program under the JVMTI agent with the
-# bundled client prints the program's known counts, and the program's own output.
-# usage: main_job_java_test.sh JAVA AGENT SHOP_CLASSES
+# callcount on the bundled Java program under the JVMTI agent: the program's known
+# counts, and the program's own output.
+# usage: callcount_java_test.sh JAVA AGENT SHOP_CLASSES
 set -uo pipefail
 out=$("$1" -agentpath:"$2=callcount=include=shop.,top=15" -cp "$3" shop.Shop 2>&1)
 passed=0 failed=0

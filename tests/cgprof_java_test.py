@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""`martini run --client cgprof -- java ...` on the bundled Java program (the README's
+main job): the table, the five files, and counts equal to the program's known calls;
+then the errors `martini run` names.
+
+usage: cgprof_java_test.py MARTINI_BUILD_DIR SHOP_CLASSES
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+build, classes = (os.path.abspath(a) for a in sys.argv[1:3])
+martini = os.path.join(build, "tools", "martini")
+work = tempfile.mkdtemp(prefix="cgprof-java-")
+passed = failed = 0
+
+
+def check(name, ok, detail=""):
+    global passed, failed
+    if ok:
+        passed += 1
+    else:
+        failed += 1
+        print(f"FAIL: {name}" + (f"\n{detail}" if detail else ""))
+
+
+def run(args, cwd=work):
+    return subprocess.run(args, capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+out = os.path.join(work, "out")
+r = run([martini, "run", "--client", "cgprof=include=shop.*,top=30", "--output", out, "--",
+         "java", "-cp", classes, "shop.Shop"])
+log = r.stdout + r.stderr
+check("exit status 0", r.returncode == 0, log)
+check("the program ran", "shop: 120 orders, 16 out of stock" in log, log)
+check("top-N table printed", re.search(r"shop\.Shop\$OrderService\.placeOrder\s+120\s", log), log)
+files = ["cgprof.json", "cgprof.collapsed", "cgprof.trace.json", "cgprof.pb.gz", "cgprof.html"]
+check("martini says where the outputs went", f"outputs in {out}" in log and all(f in log for f in files), log)
+check("five files written", all(os.path.getsize(os.path.join(out, f)) > 0 for f in files), os.listdir(out))
+
+profile = json.load(open(os.path.join(out, "cgprof.json")))
+frames = [f["name"] for f in profile["frames"]]
+calls = {}
+for node in profile["merged"]["nodes"][1:]:
+    calls[frames[node[1]]] = calls.get(frames[node[1]], 0) + node[2]
+known = {"shop.Shop.main": 1, "shop.Shop$OrderService.placeOrder": 120, "shop.Shop$Inventory.reserve": 120,
+         "shop.Shop$Warehouse.take": 120, "shop.Shop$PriceCalculator.price": 316,
+         "shop.Shop$OutOfStockException.<init>": 16}
+for method, count in known.items():
+    check(f"{method} called {count} times", calls.get(method) == count, calls.get(method))
+check("only included classes", all(f.startswith("shop.") for f in frames), frames)
+check("exceptional exits: 16 out-of-stock orders unwind take and reserve",
+      profile["counters"]["exception_exits"] == 32, profile["counters"])
+names = sorted(t["name"] for t in profile["threads"])
+check("threads by name", names == ["main", "worker-0", "worker-1"], names)
+check("runtime named", profile["runtime"].startswith("OpenJDK"), profile["runtime"])
+# Nesting: take is always called from reserve, reserve from placeOrder.
+paths = open(os.path.join(out, "cgprof.collapsed")).read()
+check("call paths", "shop.Shop$OrderService.placeOrder;shop.Shop$Inventory.reserve;shop.Shop$Warehouse.take " in paths,
+      paths)
+go = shutil.which("go")
+if go:
+    g = subprocess.run([go, "tool", "pprof", "-top", "-sample_index=calls", os.path.join(out, "cgprof.pb.gz")],
+                       capture_output=True, text=True, env=dict(os.environ, HOME=work, PPROF_TMPDIR=work))
+    check("go tool pprof reads the JVM profile", g.returncode == 0 and re.search(r"316\s.*PriceCalculator\.price", g.stdout),
+          g.stdout + g.stderr)
+
+# The README's main job exactly: no options, the whole JDK profiled too.
+plain = os.path.join(work, "plain")
+r = run([martini, "run", "--client", "cgprof", "--output", plain, "--", "java", "-cp", classes, "shop.Shop"])
+check("plain `martini run --client cgprof`: table and files", r.returncode == 0
+      and re.search(r"shop\.Shop\$OrderService\.placeOrder\s+120\s", r.stderr)
+      and all(os.path.getsize(os.path.join(plain, f)) > 0 for f in files), r.stderr[-3000:])
+shutil.rmtree(plain, ignore_errors=True)
+
+# Counts mode through the same command, default output directory in the cwd.
+r = run([martini, "run", "--client", "cgprof=counts,include=shop.*,top=5", "--", "java", "-cp", classes, "shop.Shop"])
+p = json.load(open(os.path.join(work, "martini-out", "cgprof.json")))
+check("counts mode, default ./martini-out", r.returncode == 0 and p["mode"] == "counts", r.stderr)
+
+# -- errors ------------------------------------------------------------------------------
+r = run([martini, "run", "--", "no-such-program"])
+check("program not found", r.returncode == 1 and "program not found: 'no-such-program'" in r.stderr, r.stderr)
+r = run([martini, "run", "--client", "no-such-client", "--", "java", "-version"])
+check("client not found, before the program starts", r.returncode == 1 and "client 'no-such-client' not found" in r.stderr
+      and "openjdk" not in r.stderr.lower(), r.stderr)
+r = run([martini, "run", "--", "true"])
+check("not a java program", r.returncode == 1 and "martini run starts java programs" in r.stderr, r.stderr)
+r = run([martini, "run", "--client", "cgprof=bogus", "--output", out, "--", "java", "-cp", classes, "shop.Shop"])
+check("a client refusing its options: named, and the program runs on",
+      r.returncode == 0 and "cgprof: unknown option 'bogus'" in r.stderr and "shop: 120 orders" in r.stdout + r.stderr,
+      r.stderr)
+r = run([martini, "run", "--output", out, "--", "java", "-cp", classes, "NoSuchMain"])
+check("the program's exit status is martini's", r.returncode == 1 and "the program exited with status 1" in r.stderr,
+      r.stderr)
+r = run([martini, "run"])
+check("no program", r.returncode == 1 and "no program given" in r.stderr, r.stderr)
+
+shutil.rmtree(work, ignore_errors=True)
+print(f"{passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)

@@ -1,0 +1,187 @@
+#!/usr/bin/env python3
+"""cgprof on replay traces: golden trees on a synthetic clock, filters, the depth cap,
+bad options; every output format checked by a consumer; `martini report/convert`.
+
+usage: cgprof_test.py MARTINI_BUILD_DIR SOURCE_ROOT
+"""
+import gzip
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+build, source = sys.argv[1:3]
+replay = os.path.join(build, "tools", "martini-replay")
+martini = os.path.join(build, "tools", "martini")
+trace = os.path.join(source, "tests", "cgprof", "golden.jsonl")
+golden_dir = os.path.join(source, "tests", "cgprof")
+env = dict(os.environ, MARTINI_CLIENT_PATH=os.path.join(build, "clients"))
+work = tempfile.mkdtemp(prefix="cgprof-test-")
+passed = failed = 0
+
+
+def check(name, ok, detail=""):
+    global passed, failed
+    if ok:
+        passed += 1
+    else:
+        failed += 1
+        print(f"FAIL: {name}" + (f"\n{detail}" if detail else ""))
+
+
+def run(args, expect=0):
+    r = subprocess.run(args, capture_output=True, text=True, env=env)
+    if r.returncode != expect:
+        print(f"command {args} exited {r.returncode} (expected {expect})\n{r.stdout}{r.stderr}")
+    return r
+
+
+def cgprof(options, name):
+    out = os.path.join(work, name)
+    r = run([replay, "--client", f"cgprof={options},out={out}", trace])
+    return out, r
+
+
+def collapsed(path):
+    return sorted(open(path).read().splitlines())
+
+
+# -- golden trees --------------------------------------------------------------------
+out, r = cgprof("top=5", "time")
+expected = open(os.path.join(golden_dir, "expected-time.collapsed")).read().splitlines()
+got = collapsed(os.path.join(out, "cgprof.collapsed"))
+check("time mode: exact tree and exclusive wall times", got == expected, "\n".join(got))
+check("top table on stderr", re.search(r"a\.A\.main\s+1\s+37\.0%\s+83\.3%", r.stderr) is not None, r.stderr)
+check("recursion's total counted once (rec: 200 of 1080 ns)", re.search(r"a\.A\.rec\s+3\s+17\.6%\s+18\.5%", r.stderr) is not None, r.stderr)
+check("files reported", r.stderr.count("cgprof: wrote ") == 5, r.stderr)
+
+profile = json.load(open(os.path.join(out, "cgprof.json")))
+counters = profile["counters"]
+check("leave without enter (entered while paused) counted", counters["leaves_without_enter"] == 1, counters)
+check("exception exits counted", counters["exception_exits"] == 2, counters)
+check("thread names from ThreadStart", sorted(t["name"] for t in profile["threads"]) == ["main", "worker"],
+      profile["threads"])
+check("metrics of time mode", [m["name"] for m in profile["metrics"]] == ["calls", "wall"], profile["metrics"])
+frames = [f["name"] for f in profile["frames"]]
+leaf = frames.index("a.A.leaf")
+spans = profile["spans"]
+check("trace slices: every call of time mode", len(spans) == 12, len(spans))
+check("a slice is [thread, frame, start, duration]", [1, leaf, 300, 50, "call"] in spans, spans[:4])
+check("signature and source file kept", any(f.get("signature") == "(I)I" and f.get("file") == "A.java"
+                                            for f in profile["frames"]), profile["frames"])
+
+out, r = cgprof("counts,top=0", "counts")
+expected = open(os.path.join(golden_dir, "expected-counts.collapsed")).read().splitlines()
+got = collapsed(os.path.join(out, "cgprof.collapsed"))
+check("counts mode: exact call counts per path", got == expected, "\n".join(got))
+check("counts mode has no table when top=0", "top " not in r.stderr, r.stderr)
+p = json.load(open(os.path.join(out, "cgprof.json")))
+check("counts mode measures no time", [m["name"] for m in p["metrics"]] == ["calls"] and p["spans"] == [], p["metrics"])
+
+out, r = cgprof("trace=3,top=0,formats=json", "trace3")
+check("trace=N bounds the slices", len(json.load(open(os.path.join(out, "cgprof.json")))["spans"]) == 3)
+
+# -- filters and the depth cap ---------------------------------------------------------
+out, r = cgprof("include=*.rec,top=0,formats=collapsed", "include")
+got = collapsed(os.path.join(out, "cgprof.collapsed"))
+check("include: callees of left-out methods attach to the nearest profiled caller",
+      got == ["a.A.rec 110", "a.A.rec;a.A.rec 60", "a.A.rec;a.A.rec;a.A.rec 30"], "\n".join(got))
+out, r = cgprof("exclude=a.A.l?af,top=0,formats=collapsed", "exclude")
+got = collapsed(os.path.join(out, "cgprof.collapsed"))
+check("exclude with ? wildcard: leaf's time becomes its callers' own",
+      "a.A.main;a.A.work 300" in got and not any("leaf" in line for line in got), "\n".join(got))
+out, r = cgprof("depth=3,top=0,formats=json+collapsed", "depth")
+got = collapsed(os.path.join(out, "cgprof.collapsed"))
+p = json.load(open(os.path.join(out, "cgprof.json")))
+check("depth cap: overflow counted", p["counters"]["depth_overflows"] == 2, p["counters"])
+check("depth cap: no path deeper than 3", max(line.split(" ")[0].count(";") for line in got) == 2, "\n".join(got))
+
+# -- bad options: the client refuses to start, naming the cause ------------------------
+for options, message in [("bogus", "unknown option 'bogus'"), ("top=x", "option 'top': 'x' is not a count"),
+                         ("formats=svg", "option 'formats': unknown format 'svg'"), ("counts,cpu", "option 'cpu' needs time mode"),
+                         ("name=a/b", "option 'name': a base name"), ("depth=0", "option 'depth'")]:
+    r = run([replay, "--client", f"cgprof={options}", trace], expect=1)
+    check(f"bad option {options!r} refused", r.returncode == 1 and f"cgprof: {message}" in r.stderr, r.stderr)
+r = run([replay, "--client", f"cgprof=bogus;callcount=top=1", trace], expect=0)
+check("a refused cgprof does not stop another client", "callcount:" in r.stderr and "unknown option" in r.stderr, r.stderr)
+outdir = os.path.join(work, "not-a-dir")
+open(outdir, "w").write("a file")
+r = run([replay, "--client", f"cgprof=top=1,out={outdir}", trace])
+check("an unwritable output directory is reported and the table still printed",
+      "cannot create the output directory" in r.stderr and "a.A.main" in r.stderr, r.stderr)
+
+# -- the formats, read by their consumers ------------------------------------------------
+out = os.path.join(work, "time")
+for f in ["cgprof.json", "cgprof.trace.json"]:
+    r = subprocess.run([sys.executable, "-m", "json.tool", os.path.join(out, f)], capture_output=True)
+    check(f"{f} is JSON (python3 -m json.tool)", r.returncode == 0, r.stderr)
+chrome = json.load(open(os.path.join(out, "cgprof.trace.json")))
+xs = [e for e in chrome["traceEvents"] if e.get("ph") == "X"]
+check("chrome trace: complete events with microsecond times",
+      any(e["name"] == "a.A.leaf" and e["ts"] == 0.3 and e["dur"] == 0.05 for e in xs), xs[:3])
+check("chrome trace: thread names", any(e.get("name") == "thread_name" and e["args"]["name"] == "worker"
+                                        for e in chrome["traceEvents"]))
+lines = open(os.path.join(out, "cgprof.collapsed")).read().splitlines()
+check("collapsed stacks parse (frames;frames count)",
+      all(re.fullmatch(r"[^ ;]+(;[^ ;]+)* [0-9]+", line) for line in lines), lines)
+check("collapsed stacks sum to the profile's total", sum(int(l.rsplit(" ", 1)[1]) for l in lines) == 1080)
+raw = gzip.open(os.path.join(out, "cgprof.pb.gz")).read()
+check("pprof file is gzipped protobuf", len(raw) > 50 and raw[0] == 0x0a, raw[:8])
+go = shutil.which("go")
+if go:
+    r = subprocess.run([go, "tool", "pprof", "-top", "-sample_index=wall", os.path.join(out, "cgprof.pb.gz")],
+                       capture_output=True, text=True, env=dict(env, HOME=work, PPROF_TMPDIR=work))
+    check("go tool pprof -top reads it", r.returncode == 0 and re.search(r"400ns\s+37\.04%.*a\.A\.main", r.stdout),
+          r.stdout + r.stderr)
+    r = subprocess.run([go, "tool", "pprof", "-top", "-sample_index=calls", "-tagfocus=thread=worker",
+                        os.path.join(out, "cgprof.pb.gz")], capture_output=True, text=True,
+                       env=dict(env, HOME=work, PPROF_TMPDIR=work))
+    check("pprof: thread labels (worker's calls only)", r.returncode == 0 and re.search(r"\b2\s.*a\.A\.leaf", r.stdout)
+          and "a.A.main" not in r.stdout, r.stdout + r.stderr)
+else:
+    print("SKIP: go tool pprof (Debian's golang-go) is not installed")
+
+# -- martini report / convert ----------------------------------------------------------
+profile_path = os.path.join(out, "cgprof.json")
+r = run([martini, "report", profile_path, "--top", "2"])
+check("martini report prints the table", re.search(r"a\.A\.main\s+1\s+37\.0%", r.stdout) and "a.A.leaf" not in r.stdout,
+      r.stdout)
+r = run([martini, "report", profile_path, "--thread", "worker", "--metric", "calls"])
+check("martini report --thread --metric", re.search(r"a\.A\.work\s+2\s+50\.0%\s+100\.0%", r.stdout), r.stdout)
+for fmt, name in [("collapsed", "c.collapsed"), ("chrome", "c.trace.json"), ("pprof", "c.pb.gz"),
+                  ("html", "c.html"), ("json", "c.json")]:
+    target = os.path.join(work, name)
+    r = run([martini, "convert", profile_path, "--to", fmt, "-o", target])
+    check(f"martini convert --to {fmt}", r.returncode == 0 and os.path.getsize(target) > 0, r.stderr)
+check("convert to collapsed equals cgprof's own",
+      collapsed(os.path.join(work, "c.collapsed")) == collapsed(os.path.join(out, "cgprof.collapsed")))
+check("JSON round trip is exact", json.load(open(os.path.join(work, "c.json"))) == json.load(open(profile_path)))
+r = run([martini, "convert", profile_path, "--to", "svg"], expect=1)
+check("convert: unknown format named", "unknown format 'svg'" in r.stderr, r.stderr)
+r = run([martini, "report", os.path.join(work, "missing.json")], expect=1)
+check("report: unreadable profile named", "cannot read" in r.stderr and "missing.json" in r.stderr, r.stderr)
+bad = os.path.join(work, "bad.json")
+json.dump({"format": "martini-profile", "version": 1, "tool": "x", "metrics": [{"name": "calls", "unit": "count"}],
+           "frames": [], "threads": [{"id": 1, "nodes": [[-1, -1, 0], [0, 7, 1]]}]}, open(bad, "w"))
+r = run([martini, "report", bad], expect=1)
+check("report: malformed profile, position named", "threads[0].nodes[1]: frame 7 is not in \"frames\"" in r.stderr, r.stderr)
+open(bad, "w").write('{"format": "martini-profile", "version": 1, "tool": ')
+r = run([martini, "report", bad], expect=1)
+check("report: truncated profile", "not JSON" in r.stderr, r.stderr)
+r = run([martini, "report", os.path.join(work, "c.json"), "--thread", "nobody"], expect=1)
+check("report: unknown thread lists the known ones", "no thread 'nobody'" in r.stderr and "(worker)" in r.stderr,
+      r.stderr)
+for cmd in ["run", "report", "convert", "replay"]:
+    r = run([martini, cmd, "--help"])
+    check(f"martini {cmd} --help", r.returncode == 0 and "usage: martini" in r.stdout, r.stdout)
+r = run([martini, "frobnicate"], expect=1)
+check("unknown command named", "unknown command 'frobnicate'" in r.stderr, r.stderr)
+r = run([martini, "replay", "--client", "cgprof=top=1,formats=none", trace])
+check("martini replay is martini-replay", "a.A.main" in r.stderr, r.stderr)
+
+shutil.rmtree(work, ignore_errors=True)
+print(f"{passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)
