@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# cgprof's self-contained HTML report renders in headless Chromium: the flame graph
+# shows the shop trace's methods, and the page's #selftest hook (search, zoom, top
+# table) reports sane numbers. Leaves a screenshot for people to look at.
+# usage: html_report_test.sh MARTINI_REPLAY LIBCGPROF_SO SOURCE_ROOT OUTPUT_DIR
+# Exits 77 (Meson's skip) when chromium is not installed.
+set -euo pipefail
+
+replay=$1
+cgprof=$2
+source_root=$3
+out_dir=$4
+
+tmp=$(mktemp -d)
+profile_dir=$(mktemp -d)
+trap 'rm -rf "$tmp" "$profile_dir"' EXIT
+
+"$replay" --client "$cgprof=top=0,out=$tmp,formats=html+json" "$source_root/examples/traces/shop.jsonl"
+for f in cgprof.html cgprof.json; do
+    [[ -s $tmp/$f ]] || { echo "FAIL: $tmp/$f was not written"; exit 1; }
+done
+
+chromium=$(command -v chromium || true)
+if [[ -z $chromium ]]; then
+    echo "SKIP: chromium is not installed"
+    exit 77
+fi
+
+chrome() {
+    timeout 60 "$chromium" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+        --disable-background-networking --disable-component-update --disable-sync \
+        --user-data-dir="$profile_dir" --virtual-time-budget=5000 "$@" 2>"$tmp/chromium.log"
+}
+
+url="file://$tmp/cgprof.html#selftest"
+chrome --dump-dom "$url" >"$tmp/dom.html" || { cat "$tmp/chromium.log"; echo "FAIL: chromium --dump-dom failed"; exit 1; }
+
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+for name in com.example.shop.OrderService.placeOrder com.example.shop.Main.main; do
+    if grep -qF "data-frame=\"$name\"" "$tmp/dom.html"; then
+        echo "ok: flame graph has $name"
+    else
+        fail "no element with data-frame=\"$name\" in the DOM"
+    fi
+done
+
+# The self-test's JSON summary, from <pre id="selftest">...</pre> (HTML-unescaped).
+summary=$(sed -n 's:.*<pre id="selftest"[^>]*>\([^<]*\)</pre>.*:\1:p' "$tmp/dom.html" |
+          sed -e 's/&lt;/</g' -e 's/&gt;/>/g' -e 's/&quot;/"/g' -e 's/&amp;/\&/g')
+if [[ -z $summary ]]; then
+    fail "no self-test summary in the DOM"
+else
+    echo "self-test: $summary"
+    number() { grep -o "\"$1\":[0-9]*" <<<"$summary" | head -n1 | cut -d: -f2; }
+    frames=$(number frames); matches=$(number matches); rows=$(number rows)
+    zoomed=$(grep -o '"zoomed":"[^"]*"' <<<"$summary" | head -n1 | cut -d: -f2- | tr -d '"')
+    [[ -n $frames && $frames -gt 5 ]] || fail "frames=${frames:-?}, want > 5"
+    [[ -n $matches && $matches -ge 1 ]] || fail "matches=${matches:-?}, want >= 1"
+    [[ -n $rows && $rows -ge 5 ]] || fail "rows=${rows:-?}, want >= 5"
+    [[ -n $zoomed ]] || fail "nothing was zoomed"
+fi
+
+mkdir -p "$out_dir"
+png=$out_dir/cgprof-report.png
+rm -f "$png"
+chrome --screenshot="$png" --window-size=1400,900 "$url" || { cat "$tmp/chromium.log"; fail "chromium --screenshot failed"; }
+size=$(stat -c %s "$png" 2>/dev/null || echo 0)
+if [[ $size -gt 5000 ]]; then
+    echo "ok: screenshot $png ($size bytes)"
+else
+    fail "screenshot $png missing or too small ($size bytes)"
+fi
+
+if [[ $failures -ne 0 ]]; then
+    echo "$failures check(s) failed; DOM in $tmp/dom.html:"
+    head -c 4000 "$tmp/dom.html"
+    exit 1
+fi
+echo "1 passed, 0 failed"
