@@ -15,6 +15,9 @@
 #                 the framework's own cost per call)
 #   counts+time   the same with DR_CPU_TIMESTAMP at every enter and leave
 #   callcount     callcount on every method (a real client: a hash map update per call)
+#   cgprof-counts cgprof counts mode on every method (calling-context tree, no clock)
+#   cgprof-time   cgprof time mode (tree + TSC timestamps at enter and leave; no
+#                 trace slices, no files: the per-call cost alone)
 #   jvmti-entry   a JVMTI agent counting MethodEntry events (the approach Martini avoids)
 # Prints the median wall time of each configuration and its ratio to plain.
 set -euo pipefail
@@ -41,7 +44,7 @@ javac_cmd() { java "$@" -m jdk.compiler/com.sun.tools.javac.Main -nowarn -XDigno
   --patch-module java.base="$work/java.base" -d "$work/out" @"$work/sources.txt"; }
 micro_cmd() { java "$@" -cp "$work/micro" CallHeavy; }
 
-configs=(plain none-wanted counts counts+time callcount jvmti-entry)
+configs=(plain none-wanted counts counts+time callcount cgprof-counts cgprof-time jvmti-entry)
 args_for() {
   case $1 in
     plain) ;;
@@ -49,6 +52,8 @@ args_for() {
     counts) echo "-agentpath:$agent=$count" ;;
     counts+time) echo "-agentpath:$agent=$count=time" ;;
     callcount) echo "-agentpath:$agent=callcount=out=/dev/null" ;;
+    cgprof-counts) echo "-agentpath:$agent=cgprof=counts,top=0,formats=none" ;;
+    cgprof-time) echo "-agentpath:$agent=cgprof=top=0,formats=none,trace=0" ;;
     jvmti-entry) echo "-agentpath:$oracle=L,/dev/null" ;;
   esac
 }

@@ -13,5 +13,5 @@ with open(dst, "w") as out:
     out.write(f"namespace {ns} {{\nextern const char {name}[];\n")
     out.write(f"const char {name}[] = {{\n")
     for i in range(0, len(data), 20):
-        out.write("".join(f"{b},"  for b in data[i:i + 20]) + "\n")
+        out.write("".join(f"{b - 256 if b > 127 else b}," for b in data[i:i + 20]) + "\n")
     out.write("0};\n}\n")

@@ -7,6 +7,7 @@
 // A bad config or a client that does not load prints one line naming the problem,
 // and the JVM runs on without that client. Only Agent_OnLoad is exported.
 #include "jvm_provider.h"
+#include "martini/core/clock.h"
 
 #include <dlfcn.h>
 #include <jni.h>
@@ -390,6 +391,14 @@ jint Load(JavaVM *vm, const char *options) {
     if (loaded == 0) {
         Log("no client could be loaded; the JVM runs without Martini");
         return JNI_OK;
+    }
+
+    // Timestamps from the TSC, calibrated once (~10 ms), when some client wants them.
+    for (int e = EV_NONE + 1; e < EV_LAST; ++e) {
+        if (gCore->RequestedData(static_cast<TEventType>(e)) & DR_CPU_TIMESTAMP) {
+            core::Clock::Calibrate();
+            break;
+        }
     }
 
     // Capabilities: only those the loaded clients' events need (holding some costs

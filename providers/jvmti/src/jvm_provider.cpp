@@ -1,5 +1,7 @@
 #include "jvm_provider.h"
 
+#include "martini/core/clock.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -18,11 +20,8 @@ namespace {
 // ThreadEnd. Initial-exec: one TLS load on the probes' path.
 constinit thread_local ThreadContext *tContext __attribute__((tls_model("initial-exec"))) = nullptr;
 
-std::uint64_t NowNs() {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return std::uint64_t(ts.tv_sec) * 1000000000u + std::uint64_t(ts.tv_nsec);
-}
+// DR_CPU_TIMESTAMP: the core's calibrated TSC clock (see Load in agent.cpp).
+std::uint64_t NowNs() { return core::Clock::NowNs(); }
 
 // The clock items of a call event, computed only when some client asked for them.
 template <class Data>
