@@ -93,6 +93,27 @@ out, r = cgprof("exclude=a.A.l?af,top=0,formats=collapsed", "exclude")
 got = collapsed(os.path.join(out, "cgprof.collapsed"))
 check("exclude with ? wildcard: leaf's time becomes its callers' own",
       "a.A.main;a.A.work 300" in got and not any("leaf" in line for line in got), "\n".join(got))
+out, r = cgprof("filter=-*.leaf|+a.*,top=0,formats=collapsed", "rules")
+got = collapsed(os.path.join(out, "cgprof.collapsed"))
+check("filter= rule set (one-line): first match wins", not any("leaf" in l for l in got) and "a.A.main 400" in got,
+      "\n".join(got))
+rules_file = os.path.join(work, "rules.json")
+json.dump({"rules": [{"action": "include", "class": "a.A", "method": "rec", "signature": "(I)I",
+                      "access": "class_internal"}]}, open(rules_file, "w"))
+out, r = cgprof(f"filter=@{rules_file},top=0,formats=collapsed", "rulesjson")
+got = collapsed(os.path.join(out, "cgprof.collapsed"))
+check("filter=@file.json: class, method, signature and access", got ==
+      ["a.A.rec 110", "a.A.rec;a.A.rec 60", "a.A.rec;a.A.rec;a.A.rec 30"], "\n".join(got))
+open(rules_file, "w").write('{"rules": [{"action": "include", "clas": "a.*"}]}')
+r = run([replay, "--client", f"cgprof=filter=@{rules_file}", trace], expect=1)
+check("a bad rule set: file, position and reason; cgprof refuses to start",
+      f"cgprof: {rules_file}: rules[0].clas: unknown field" in r.stderr and "does not start" in r.stderr, r.stderr)
+r = run([replay, "--client", "cgprof=filter=+a.*|bogus", trace], expect=1)
+check("a bad one-line rule: position and reason", "filter rule 2 (column 6) \"bogus\": a rule starts with +" in r.stderr,
+      r.stderr)
+r = run([replay, "--client", f"cgprof=filter=@{work}/missing.json", trace], expect=1)
+check("an unreadable rule file is named", "cannot read the filter file" in r.stderr and "missing.json" in r.stderr, r.stderr)
+
 out, r = cgprof("depth=3,top=0,formats=json+collapsed", "depth")
 got = collapsed(os.path.join(out, "cgprof.collapsed"))
 p = json.load(open(os.path.join(out, "cgprof.json")))

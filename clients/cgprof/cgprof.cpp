@@ -14,7 +14,7 @@
 #include <MpiAPI.h>
 
 #include "martini/clients/names.h"
-#include "martini/filters/glob.h"
+#include "martini/filters/rule_set.h"
 #include "martini/report/profile.h"
 
 #include <algorithm>
@@ -42,6 +42,7 @@ const char kUsage[] =
     "  cpu               also thread CPU time per call (where the runtime gives it)\n"
     "  include=PATTERN   profile only methods whose Class.method matches (* and ?); repeatable\n"
     "  exclude=PATTERN   leave out methods whose Class.method matches; repeatable\n"
+    "  filter=RULES      a rule set instead: +PATTERN|-PATTERN|...  or  @rules.json (docs/filters.md)\n"
     "  top=N             rows of the table printed at exit (default 20, 0: none)\n"
     "  out=DIR           write the files there (also set by `martini run --output`)\n"
     "  formats=LIST      json+collapsed+chrome+pprof+html (default: all)\n"
@@ -54,6 +55,7 @@ struct Options {
     bool time = true;
     bool cpu = false;
     std::vector<std::string> includes, excludes;
+    std::string filter;
     std::size_t top = 20;
     std::string outDir;
     unsigned formats = report::kAllFormats;
@@ -98,6 +100,9 @@ std::string ParseOptions(const char *text, Options &o) {
             if (k == "top") o.top = n;
             else if (k == "depth") o.depth = n;
             else o.trace = n;
+        } else if (k == "filter") {
+            if (auto e = needValue(); !e.empty()) return e;
+            o.filter = it.value;
         } else if (k == "out") {
             if (auto e = needValue(); !e.empty()) return e;
             o.outDir = it.value;
@@ -113,6 +118,9 @@ std::string ParseOptions(const char *text, Options &o) {
         }
     }
     if (o.cpu && !o.time) return "option 'cpu' needs time mode (drop 'counts')";
+    if (!o.filter.empty() && (!o.includes.empty() || !o.excludes.empty())) {
+        return "give either filter= or include=/exclude=, not both";
+    }
     return "";
 }
 
@@ -315,19 +323,6 @@ public:
     void SetOutputDirectory(const char *dir) {
         std::lock_guard lock(mutex_);
         if (o_.outDir.empty() && dir != nullptr) outDir_ = dir;
-    }
-
-    bool Included(const char *className, const char *methodName) const {
-        if (o_.includes.empty() && o_.excludes.empty()) return true;
-        const std::string full = std::string(className ? className : "") + "." + (methodName ? methodName : "");
-        for (const auto &p : o_.excludes) {
-            if (martini::filters::GlobMatch(p, full)) return false;
-        }
-        if (o_.includes.empty()) return true;
-        for (const auto &p : o_.includes) {
-            if (martini::filters::GlobMatch(p, full)) return true;
-        }
-        return false;
     }
 
     void Finish();
@@ -549,16 +544,6 @@ private:
     Profiler &p_;
 };
 
-// Asked once per method when the runtime instruments it, never per call.
-class PatternFilter : public ICallGraphFilter {
-public:
-    explicit PatternFilter(Profiler &p) : p_(p) {}
-    bool ShouldNotify(SCallGraphFilterData &d) override { return p_.Included(d.szClassName, d.szMethodName); }
-
-private:
-    Profiler &p_;
-};
-
 struct Instance {
     Profiler profiler;
     EnterObserver enter{profiler};
@@ -568,7 +553,7 @@ struct Instance {
     StartObserver start{profiler};
     StopObserver stop{profiler};
     OutputDirObserver outputDir{profiler};
-    PatternFilter filter{profiler};
+    martini::filters::RuleSet rules;  // asked once per method when instrumented, never per call
     Instance(IMpi &mpi, TId id, Options o) : profiler(mpi, id, std::move(o)) {}
 };
 
@@ -584,8 +569,10 @@ extern "C" API_EXPORT TResult MPICL_Instantiate(IMpi *mpi, TId clientId, const c
         std::fprintf(stderr, "cgprof: %s\n%s", e.c_str(), kUsage);
         return MRTE_ERROR_ILLEGAL_ARGUMENT;
     }
-    // Lives until the process ends: the runtime may raise events until then.
-    auto *instance = new Instance(*mpi, clientId, std::move(o));
+    // Kept until the process ends once instantiated (the runtime may raise events
+    // until then); freed here when instantiation fails (nothing was registered then).
+    auto owned = std::make_unique<Instance>(*mpi, clientId, std::move(o));
+    Instance *instance = owned.get();
     const Options &opts = instance->profiler.options();
     TResult r = mpi->RegisterEvent(clientId, instance->enter);
     if (r == MRTE_RESULT_OK) r = mpi->RegisterEvent(clientId, instance->leave);
@@ -599,8 +586,18 @@ extern "C" API_EXPORT TResult MPICL_Instantiate(IMpi *mpi, TId clientId, const c
     mpi->RegisterEvent(clientId, instance->start);
     mpi->RegisterEvent(clientId, instance->stop);
     mpi->RegisterEvent(clientId, instance->outputDir);
-    if (!opts.includes.empty() || !opts.excludes.empty()) {
-        r = mpi->SetEventGroupFilter(clientId, EG_CALL_GRAPH, instance->filter);
+    if (!opts.filter.empty() || !opts.includes.empty() || !opts.excludes.empty()) {
+        // include=/exclude= are a rule set too: excludes first, then includes.
+        std::string line = opts.filter;
+        if (line.empty()) {
+            for (const auto &p : opts.excludes) line += (line.empty() ? "-" : "|-") + p;
+            for (const auto &p : opts.includes) line += (line.empty() ? "+" : "|+") + p;
+        }
+        if (std::string e = instance->rules.Load(line); !e.empty()) {
+            std::fprintf(stderr, "cgprof: %s; cgprof does not start (it would profile everything)\n", e.c_str());
+            return MRTE_ERROR_ILLEGAL_ARGUMENT;
+        }
+        r = mpi->SetEventGroupFilter(clientId, EG_CALL_GRAPH, instance->rules.CallGraphFilter());
         if (r != MRTE_RESULT_OK) {
             std::fprintf(stderr, "cgprof: cannot set the method filter (result %d)\n", int(r));
             return r;
@@ -610,5 +607,6 @@ extern "C" API_EXPORT TResult MPICL_Instantiate(IMpi *mpi, TId clientId, const c
         instance->profiler.StartPaused();
         mpi->DisableEventGroup(clientId, EG_CALL_GRAPH);
     }
+    owned.release();
     return MRTE_RESULT_OK;
 }
