@@ -312,4 +312,16 @@ TResult Registry::RunGC(TId clientId) {
     return provider_.RunGc();
 }
 
+TResult Registry::SetAllocationSamplingInterval(TId clientId, unsigned int bytes) {
+    if (Find(clientId) == nullptr) return MRTE_ERROR_ILLEGAL_ID;
+    std::lock_guard lock(samplingMutex_);
+    if (samplingSet_ && bytes >= samplingInterval_) return MRTE_RESULT_OK;  // a smaller one holds
+    const TResult r = provider_.SetAllocationSampling(bytes);
+    if (r == MRTE_RESULT_OK) {
+        samplingSet_ = true;
+        samplingInterval_ = bytes;
+    }
+    return r;
+}
+
 }  // namespace martini::core

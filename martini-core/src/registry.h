@@ -46,6 +46,7 @@ public:
     TResult ResumeVM(TId clientId) override;
     TResult RunGC(TId clientId) override;
     unsigned int GetApiVersion() override { return MARTINI_MPI_VERSION; }
+    TResult SetAllocationSamplingInterval(TId clientId, unsigned int bytes) override;
 
     // ---- Core's side
     Core::LoadResult Load(const ClientSpec &spec);
@@ -103,6 +104,9 @@ private:
     std::array<std::unique_ptr<Client>, kMaxClients> clients_;
     std::atomic<std::size_t> clientCount_{0};
     mutable std::mutex mutex_;                      // group toggles, loading
+    std::mutex samplingMutex_;                      // the allocation sampling interval
+    bool samplingSet_ = false;
+    unsigned samplingInterval_ = 0;
     bool frozen_ = false;
     std::atomic<bool> live_{false};
     // The client whose MPICL_Instantiate runs on this thread (nullptr on every other

@@ -227,12 +227,21 @@ void JNICALL OnClassPrepare(jvmtiEnv *jvmti, JNIEnv *jni, jthread, jclass klass)
 void JNICALL OnThreadStart(jvmtiEnv *, JNIEnv *jni, jthread t) { gProvider->OnThreadStart(jni, t); }
 void JNICALL OnThreadEnd(jvmtiEnv *, JNIEnv *jni, jthread t) { gProvider->OnThreadEnd(jni, t); }
 
+// GC events: no JNI, no JVMTI calls but raw monitors here (the VM is at a safepoint).
 void JNICALL OnGcStart(jvmtiEnv *) {
     SGcStartEventData d;
+    if (gCore->RequestedData(EV_GC_START) & DR_CPU_TIMESTAMP) {
+        d.uiCpuTimestamp = core::Clock::NowNs();
+        d.validData = DR_CPU_TIMESTAMP;
+    }
     gCore->Raise<IGcStartEventObserver>(d);
 }
 void JNICALL OnGcFinish(jvmtiEnv *) {
     SGcEndEventData d;
+    if (gCore->RequestedData(EV_GC_END) & DR_CPU_TIMESTAMP) {
+        d.uiCpuTimestamp = core::Clock::NowNs();
+        d.validData = DR_CPU_TIMESTAMP;
+    }
     gCore->Raise<IGcEndEventObserver>(d);
 }
 
@@ -435,6 +444,7 @@ jint Load(JavaVM *vm, const char *options) {
     if (jvmti->AddCapabilities(&caps) != JVMTI_ERROR_NONE) {
         Log("the JVM refused some capabilities; some events will be missing");
     }
+    if (caps.can_generate_sampled_object_alloc_events) gProvider->ApplyAllocationSampling();
 
     jvmtiEventCallbacks callbacks{};
     callbacks.VMInit = OnVmInit;

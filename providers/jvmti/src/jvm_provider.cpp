@@ -791,4 +791,20 @@ TResult JvmProvider::RunGc() noexcept {
     return jvmti_->ForceGarbageCollection() == JVMTI_ERROR_NONE ? MRTE_RESULT_OK : MRTE_ERROR_FAIL;
 }
 
+TResult JvmProvider::SetAllocationSampling(unsigned bytes) noexcept {
+    samplingInterval_.store(bytes);
+    if (samplingReady_.load()) ApplyAllocationSampling();
+    return MRTE_RESULT_OK;
+}
+
+void JvmProvider::ApplyAllocationSampling() noexcept {
+    samplingReady_.store(true);
+    const long long bytes = samplingInterval_.load();
+    if (bytes < 0) return;
+    const jvmtiError e = jvmti_->SetHeapSamplingInterval(static_cast<jint>(std::min<long long>(bytes, 0x7fffffff)));
+    if (e != JVMTI_ERROR_NONE) {
+        std::fprintf(stderr, "martini: the JVM refused the allocation sampling interval %lld (JVMTI error %d)\n", bytes, int(e));
+    }
+}
+
 }  // namespace martini::jvm

@@ -120,6 +120,10 @@ public:
     TResult SuspendAll() noexcept override;
     TResult ResumeAll() noexcept override;
     TResult RunGc() noexcept override;
+    // JVMTI SetHeapSamplingInterval: kept until the capabilities are in place
+    // (ApplyAllocationSampling, from Agent_OnLoad), applied at once after that.
+    TResult SetAllocationSampling(unsigned bytes) noexcept override;
+    void ApplyAllocationSampling() noexcept;
 
     // ---- Class loading (ClassFileLoadHook): declares the class and its methods,
     // asks the call-graph filters once per method, and rewrites the class. Returns the
@@ -171,6 +175,8 @@ private:
 
     JavaVM *vm_;
     jvmtiEnv *jvmti_;
+    std::atomic<long long> samplingInterval_{-1};  // -1: the JVM's default (512 KiB)
+    std::atomic<bool> samplingReady_{false};
     core::Core *core_ = nullptr;
     std::atomic<bool> instrumenting_{false};
     std::string dumpDir_;

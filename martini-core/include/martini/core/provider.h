@@ -142,6 +142,9 @@ public:
     virtual TResult SuspendAll() noexcept { return NotSupported(); }
     virtual TResult ResumeAll() noexcept { return NotSupported(); }
     virtual TResult RunGc() noexcept { return NotSupported(); }
+    // The allocation sampling interval in bytes (0: every allocation); the core passes
+    // the smallest any client asked for, each time it gets smaller.
+    virtual TResult SetAllocationSampling(unsigned /*bytes*/) noexcept { return NotSupported(); }
 
 private:
     static TResult NotSupported() noexcept { return Martini::MPI::MRTE_ERROR_NOT_SUPPORTED; }

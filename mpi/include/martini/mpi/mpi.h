@@ -110,6 +110,17 @@ public:
     // MARTINI_MPI_VERSION of the Martini the client runs in. Any phase.
     virtual unsigned int GetApiVersion() = 0;
 
+    // -- Allocation sampling (since MPI 2.2)
+
+    // Asks the runtime to raise ObjectAlloc for about one allocation in every `bytes`
+    // bytes a thread allocates (the JVM: JVMTI SetHeapSamplingInterval; each sample
+    // stands for ~bytes / size allocations of its size). 0 asks for every allocation.
+    // The interval is the runtime's, shared by all clients: the smallest any client
+    // asked for wins. Any phase, any thread.
+    // MRTE_RESULT_OK; MRTE_ERROR_ILLEGAL_ID; MRTE_ERROR_NOT_SUPPORTED (the runtime's
+    // allocation events are not sampled, or there are none).
+    virtual TResult SetAllocationSamplingInterval(TId clientId, unsigned int bytes) = 0;
+
 protected:
     ~IMpi() {}  // Martini owns the implementation; clients never delete it.
 };

@@ -51,6 +51,24 @@ inline MethodNames GetMethodNames(Martini::MPI::IMpi &mpi, Martini::MPI::TId cli
     return out;
 }
 
+inline std::string GetClassName(Martini::MPI::IMpi &mpi, Martini::MPI::TId clientId, Martini::MPI::TId classId) {
+    using namespace Martini::MPI;
+    std::vector<char> name(128);
+    for (int attempt = 0; attempt < 3; ++attempt) {
+        SClassInfo info;
+        info.szClassName = name.data();
+        info.uiClassNameSize = static_cast<unsigned>(name.size());
+        const TResult r = mpi.GetClassInfo(clientId, classId, DR_CLASS_NAME, &info);
+        if (r == MRTE_ERROR_BUFFER_TOO_SHORT) {
+            name.resize(std::max<std::size_t>(name.size() * 2, info.uiClassNameSize));
+            continue;
+        }
+        if ((r == MRTE_RESULT_OK || r == MRTE_ERROR_PARTIAL_INFO) && (info.validData & DR_CLASS_NAME)) return name.data();
+        break;
+    }
+    return "";
+}
+
 inline std::string GetThreadName(Martini::MPI::IMpi &mpi, Martini::MPI::TId clientId, Martini::MPI::TId threadId) {
     using namespace Martini::MPI;
     std::vector<char> name(64);

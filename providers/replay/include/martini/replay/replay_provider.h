@@ -62,6 +62,11 @@ public:
     TResult SuspendAll() noexcept override;
     TResult ResumeAll() noexcept override;
     TResult RunGc() noexcept override;
+    TResult SetAllocationSampling(unsigned bytes) noexcept override {
+        allocationSampling_ = static_cast<long long>(bytes);
+        return Martini::MPI::MRTE_RESULT_OK;
+    }
+    long long AllocationSampling() const { return allocationSampling_; }  // -1: never set
 
     // ---- What the trace declared (read by tests)
     struct Module {
@@ -129,6 +134,7 @@ private:
     bool suspended_ = false;
     std::uint64_t gcRequests_ = 0;
     Stats stats_;
+    long long allocationSampling_ = -1;
 };
 
 // Trace record name for an event ("MethodEnter"), from the event catalog.

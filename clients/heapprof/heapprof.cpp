@@ -1,0 +1,572 @@
+// heapprof: allocations by class and by allocating call stack (objects, bytes),
+// objects still live at exit (ObjectFree), GC count and pauses (GcStart/GcEnd).
+// Written against mpi/ only; runs on every runtime with a provider and under
+// martini-replay. docs/heapprof.md describes the options and outputs.
+//
+// Modes: `sampled` (default) asks the runtime for one allocation in about every
+// `interval` bytes (SetAllocationSamplingInterval; the JVM's SampledObjectAlloc) and
+// scales each sample to the allocations it stands for; `exact` asks for every
+// allocation (interval 0). Only classes the heap filter accepts are tracked: the
+// others are not reported by the runtime at all.
+#include <MpiAPI.h>
+
+#include "martini/clients/names.h"
+#include "martini/clients/output.h"
+#include "martini/filters/rule_set.h"
+#include "martini/report/profile.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+using namespace Martini::MPI;
+namespace report = martini::report;
+
+namespace {
+
+const char kUsage[] =
+    "heapprof options (comma-separated):\n"
+    "  sampled | exact   one allocation per interval bytes, scaled (default); or every allocation\n"
+    "  interval=BYTES    sampling interval (default 524288, the JVM's own)\n"
+    "  filter=RULES      track only these classes: +PATTERN|-PATTERN|...  or  @rules.json\n"
+    "  include=PATTERN   shorthand: track classes matching PATTERN (* and ?); repeatable\n"
+    "  depth=N           innermost stack frames kept per allocation (default 64)\n"
+    "  nolive            do not track frees (no live objects at exit; cheaper)\n"
+    "  top=N             rows of the tables printed at exit (default 20, 0: none)\n"
+    "  out=DIR           write the files there (also set by `martini run --output`)\n"
+    "  formats=LIST      json+collapsed+chrome+pprof+html (default: all; none)\n"
+    "  name=BASE         base name of the files (default: heapprof)\n";
+
+struct Options {
+    bool exact = false;
+    std::uint64_t interval = 512 * 1024;
+    std::string filter;
+    std::vector<std::string> includes;
+    std::size_t depth = 64;
+    bool live = true;
+    martini::clients::OutputOptions out;
+};
+
+std::string ParseOptions(const char *text, Options &o) {
+    o.out.name = "heapprof";
+    std::vector<martini::clients::Option> items;
+    if (std::string e = martini::clients::SplitOptions(text, items); !e.empty()) return e;
+    for (const auto &it : items) {
+        const std::string &k = it.key;
+        std::string error;
+        if ((k == "sampled" || k == "exact" || k == "nolive") && it.hasValue) return "option '" + k + "' takes no value";
+        if (k == "sampled") o.exact = false;
+        else if (k == "exact") o.exact = true;
+        else if (k == "nolive") o.live = false;
+        else if (k == "interval" || k == "depth") {
+            char *end = nullptr;
+            const unsigned long long n = std::strtoull(it.value.c_str(), &end, 10);
+            if (it.value.empty() || *end != '\0' || it.value[0] == '-') {
+                return "option '" + k + "': '" + it.value + "' is not a count";
+            }
+            if (k == "interval") {
+                if (n == 0 || n > 0x7fffffff) return "option 'interval': between 1 and 2147483647 bytes (exact: every allocation)";
+                o.interval = n;
+            } else {
+                if (n == 0 || n > 4096) return "option 'depth': between 1 and 4096";
+                o.depth = n;
+            }
+        } else if (k == "filter") {
+            if (it.value.empty()) return "option 'filter' needs rules";
+            o.filter = it.value;
+        } else if (k == "include") {
+            if (it.value.empty()) return "option 'include' needs a pattern";
+            o.includes.push_back(it.value);
+        } else if (o.out.Parse(k, it.value, error)) {
+            if (!error.empty()) return error;
+        } else {
+            return "unknown option '" + k + "'";
+        }
+    }
+    if (!o.filter.empty() && !o.includes.empty()) return "give either filter= or include=, not both";
+    return "";
+}
+
+// ---- Per-thread allocation trees ----------------------------------------------------
+
+enum class Kind : std::uint8_t { kMethod, kClass, kTruncated };
+
+struct HeapNode {
+    TId key = 0;  // method id, class id
+    Kind kind = Kind::kMethod;
+    std::uint32_t parent = 0xffffffffu;
+    double allocObjects = 0, allocBytes = 0;
+    double liveObjects = 0, liveBytes = 0;  // filled at the end
+};
+
+struct NodeKey {
+    std::uint32_t parent;
+    TId key;
+    Kind kind;
+    bool operator==(const NodeKey &) const = default;
+};
+struct NodeKeyHash {
+    std::size_t operator()(const NodeKey &k) const noexcept {
+        return std::hash<std::uint64_t>()((k.key * 0x9E3779B97F4A7C15ull) ^ (std::uint64_t(k.parent) << 2) ^
+                                          std::uint64_t(k.kind));
+    }
+};
+
+struct HeapTree {
+    TId threadId = 0;
+    std::mutex mutex;  // the owning thread allocates; the end reads
+    std::vector<HeapNode> nodes{HeapNode{}};
+    std::unordered_map<NodeKey, std::uint32_t, NodeKeyHash> children;
+
+    std::uint32_t Child(std::uint32_t parent, TId key, Kind kind) {
+        auto [it, added] = children.emplace(NodeKey{parent, key, kind}, static_cast<std::uint32_t>(nodes.size()));
+        if (added) {
+            HeapNode n;
+            n.key = key;
+            n.kind = kind;
+            n.parent = parent;
+            nodes.push_back(n);
+        }
+        return it->second;
+    }
+};
+
+struct LiveObject {
+    HeapTree *tree;
+    std::uint32_t node;
+    std::uint64_t size;
+    double weight;
+};
+
+// Objects allocated and not yet freed, sharded: allocations on many threads and frees
+// on the collector's thread rarely meet on one lock.
+class LiveObjects {
+public:
+    void Add(TId object, const LiveObject &o) {
+        Shard &s = shards_[Index(object)];
+        std::lock_guard lock(s.mutex);
+        s.objects[object] = o;
+    }
+    void Remove(TId object) {
+        Shard &s = shards_[Index(object)];
+        std::lock_guard lock(s.mutex);
+        s.objects.erase(object);
+    }
+    template <class F>
+    void ForEach(F f) {
+        for (Shard &s : shards_) {
+            std::lock_guard lock(s.mutex);
+            for (const auto &[id, o] : s.objects) f(o);
+        }
+    }
+
+private:
+    static std::size_t Index(TId id) { return (id * 0x9E3779B97F4A7C15ull) >> 58; }  // 64 shards
+    struct Shard {
+        std::mutex mutex;
+        std::unordered_map<TId, LiveObject> objects;
+    };
+    Shard shards_[64];
+};
+
+class HeapProfiler {
+public:
+    HeapProfiler(IMpi &mpi, TId id, Options o) : mpi_(mpi), id_(id), o_(std::move(o)) {}
+    const Options &options() const { return o_; }
+
+    HeapTree &Tree(TId threadId) {
+        struct Cache {
+            const HeapProfiler *owner;
+            TId thread;
+            HeapTree *tree;
+        };
+        thread_local Cache cache{nullptr, 0, nullptr};
+        if (cache.owner == this && cache.thread == threadId) return *cache.tree;
+        std::lock_guard lock(mutex_);
+        auto &slot = trees_[threadId];
+        if (!slot) {
+            slot = std::make_unique<HeapTree>();
+            slot->threadId = threadId;
+        }
+        cache = {this, threadId, slot.get()};
+        return *slot;
+    }
+
+    void Allocated(const SObjectAllocEventData &d) {
+        if (stopped_.load(std::memory_order_relaxed)) return;
+        const std::uint64_t size = (d.validData & DR_OBJECT_SIZE) ? d.uiObjectSize : 0;
+        // A sample of a sampled stream stands for 1 / P(sampled) allocations of its size.
+        double weight = 1.0;
+        if (!o_.exact && size > 0) weight = 1.0 / (1.0 - std::exp(-double(size) / double(o_.interval)));
+        HeapTree &t = Tree((d.validData & DR_THREAD_ID) ? d.threadId : 0);
+        std::uint32_t node = 0;
+        {
+            std::lock_guard lock(t.mutex);
+            if (d.validData & DR_VM_CALL_STACK) {
+                const unsigned n = std::min<unsigned>(d.stackTrace.uiSize, d.stackTrace.uiActualSize);
+                const unsigned kept = std::min<unsigned>(n, static_cast<unsigned>(o_.depth));
+                if (kept < n) node = t.Child(node, 0, Kind::kTruncated);
+                for (unsigned i = kept; i-- > 0;) node = t.Child(node, d.stackTrace.entries[i].methodId, Kind::kMethod);
+            }
+            node = t.Child(node, (d.validData & DR_CLASS_ID) ? d.classId : 0, Kind::kClass);
+            t.nodes[node].allocObjects += weight;
+            t.nodes[node].allocBytes += weight * double(size);
+        }
+        samples_.fetch_add(1, std::memory_order_relaxed);
+        if (o_.live && (d.validData & DR_OBJECT_ID)) live_.Add(d.objectId, {&t, node, size, weight});
+    }
+
+    void Freed(const SObjectFreeEventData &d) {
+        if (d.validData & DR_OBJECT_ID) live_.Remove(d.objectId);
+        freed_.fetch_add(1, std::memory_order_relaxed);
+    }
+
+    void GcStarted(const SGcStartEventData &d) {
+        std::lock_guard lock(gcMutex_);
+        ++gcCount_;
+        gcStart_ = (d.validData & DR_CPU_TIMESTAMP) ? d.uiCpuTimestamp : 0;
+    }
+    void GcEnded(const SGcEndEventData &d) {
+        std::lock_guard lock(gcMutex_);
+        if (gcStart_ != 0 && (d.validData & DR_CPU_TIMESTAMP) && d.uiCpuTimestamp >= gcStart_) {
+            gcPauses_.push_back({gcStart_, d.uiCpuTimestamp - gcStart_});
+        }
+        gcStart_ = 0;
+    }
+
+    void SetThreadName(TId threadId, const char *name) {
+        std::lock_guard lock(mutex_);
+        threadNames_[threadId] = name;
+    }
+
+    martini::clients::OutputDirectory &outputDirectory() { return outputDir_; }
+    void Finish();
+
+private:
+    IMpi &mpi_;
+    TId id_;
+    Options o_;
+    std::mutex mutex_;
+    std::unordered_map<TId, std::unique_ptr<HeapTree>> trees_;
+    std::unordered_map<TId, std::string> threadNames_;
+    LiveObjects live_;
+    std::atomic<std::uint64_t> samples_{0}, freed_{0};
+    std::atomic<bool> stopped_{false};
+    std::mutex gcMutex_;
+    std::uint64_t gcCount_ = 0, gcStart_ = 0;
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> gcPauses_;  // start, duration
+    martini::clients::OutputDirectory outputDir_;
+};
+
+std::string Bytes(double b) {
+    std::ostringstream s;
+    s.precision(1);
+    s << std::fixed;
+    if (b >= 1024.0 * 1024 * 1024) s << b / (1024.0 * 1024 * 1024) << " GiB";
+    else if (b >= 1024.0 * 1024) s << b / (1024.0 * 1024) << " MiB";
+    else if (b >= 1024.0) s << b / 1024.0 << " KiB";
+    else s << std::llround(b) << " B";
+    return s.str();
+}
+
+void HeapProfiler::Finish() {
+    stopped_.store(true);
+    mpi_.DisableEventGroup(id_, EG_HEAP);
+    std::lock_guard lock(mutex_);
+    // Live objects at exit, charged to their allocation node.
+    if (o_.live) {
+        live_.ForEach([](const LiveObject &o) {
+            std::lock_guard treeLock(o.tree->mutex);
+            HeapNode &n = o.tree->nodes[o.node];
+            n.liveObjects += o.weight;
+            n.liveBytes += o.weight * double(o.size);
+        });
+    }
+
+    report::Profile p;
+    p.tool = "heapprof";
+    p.mode = o_.exact ? "exact" : "sampled";
+    SRuntimeInfo runtime;
+    if (mpi_.GetRuntimeInfo(id_, &runtime) == MRTE_RESULT_OK) {
+        p.runtime = runtime.szRuntimeName;
+        if (runtime.szRuntimeVersion[0] != '\0') p.runtime += std::string(" ") + runtime.szRuntimeVersion;
+    }
+    p.metrics = {{"alloc_objects", "count"}, {"alloc_space", "bytes"}};
+    if (o_.live) {
+        p.metrics.push_back({"inuse_objects", "count"});
+        p.metrics.push_back({"inuse_space", "bytes"});
+    }
+    p.defaultMetric = 1;
+    const std::size_t m = p.metrics.size();
+
+    std::map<std::pair<Kind, TId>, std::uint32_t> frameOf;
+    auto frame = [&](Kind kind, TId key) {
+        auto [it, added] = frameOf.emplace(std::pair{kind, key}, static_cast<std::uint32_t>(p.frames.size()));
+        if (added) {
+            report::Frame f;
+            if (kind == Kind::kMethod) {
+                const auto names = martini::clients::GetMethodNames(mpi_, id_, key);
+                f.className = names.className;
+                f.method = names.method;
+                f.signature = names.signature;
+                f.file = names.sourceFile;
+                f.name = names.ok ? (f.className.empty() ? f.method : f.className + "." + f.method)
+                                  : "method#" + std::to_string(key);
+            } else if (kind == Kind::kClass) {
+                f.className = key == 0 ? "" : martini::clients::GetClassName(mpi_, id_, key);
+                if (f.className.empty()) f.className = key == 0 ? "(unknown class)" : "class#" + std::to_string(key);
+                f.name = "new " + f.className;
+            } else {
+                f.name = "(deeper frames)";
+            }
+            p.frames.push_back(std::move(f));
+        }
+        return it->second;
+    };
+
+    std::vector<const HeapTree *> ordered;
+    for (const auto &[tid, t] : trees_) ordered.push_back(t.get());
+    std::sort(ordered.begin(), ordered.end(), [](auto *a, auto *b) { return a->threadId < b->threadId; });
+    for (const HeapTree *tc : ordered) {
+        auto &t = const_cast<HeapTree &>(*tc);
+        std::lock_guard treeLock(t.mutex);
+        report::Tree tree;
+        tree.threadId = t.threadId;
+        if (auto it = threadNames_.find(t.threadId); it != threadNames_.end()) tree.threadName = it->second;
+        else tree.threadName = martini::clients::GetThreadName(mpi_, id_, t.threadId);
+        tree.Clear(m);
+        std::vector<std::uint32_t> to(t.nodes.size(), 0);
+        for (std::uint32_t i = 1; i < t.nodes.size(); ++i) {
+            const HeapNode &n = t.nodes[i];
+            to[i] = tree.Add(to[n.parent], frame(n.kind, n.key), m);
+            auto &self = tree.nodes[to[i]].self;
+            self[0] = static_cast<std::uint64_t>(std::llround(n.allocObjects));
+            self[1] = static_cast<std::uint64_t>(std::llround(n.allocBytes));
+            if (o_.live) {
+                self[2] = static_cast<std::uint64_t>(std::llround(n.liveObjects));
+                self[3] = static_cast<std::uint64_t>(std::llround(n.liveBytes));
+            }
+        }
+        if (tree.nodes.size() > 1) p.threads.push_back(std::move(tree));
+    }
+    p.Merge();
+    std::uint64_t pauseTotal = 0, pauseMax = 0;
+    {
+        std::lock_guard gcLock(gcMutex_);
+        if (!gcPauses_.empty()) {
+            report::Frame gc;
+            gc.name = "GC pause";
+            p.frames.push_back(gc);
+            p.threadNames.push_back({0, "GC"});
+        }
+        for (const auto &[start, duration] : gcPauses_) {
+            pauseTotal += duration;
+            pauseMax = std::max(pauseMax, duration);
+            p.spans.push_back({0, static_cast<std::uint32_t>(p.frames.size() - 1), start, duration, "gc"});
+        }
+        p.counters = {{"samples", samples_.load()},
+                      {"frees", freed_.load()},
+                      {"gc_count", gcCount_},
+                      {"gc_pause_total_ns", pauseTotal},
+                      {"gc_pause_max_ns", pauseMax},
+                      {"sampling_interval_bytes", o_.exact ? 0 : o_.interval}};
+    }
+
+    if (o_.out.top > 0) {
+        // By class: the "new C" frames hold all self values.
+        const auto totals = report::Totals(p.merged, m);
+        struct Row {
+            std::string name;
+            double v[4] = {0, 0, 0, 0};
+        };
+        std::map<std::uint32_t, Row> byClass;
+        std::map<std::pair<std::uint32_t, std::uint32_t>, Row> bySite;  // (method frame, class frame)
+        for (std::size_t i = 1; i < p.merged.nodes.size(); ++i) {
+            const report::Node &n = p.merged.nodes[i];
+            const report::Frame &f = p.frames[n.frame];
+            if (f.name.rfind("new ", 0) != 0) continue;
+            Row &r = byClass[n.frame];
+            r.name = f.className;
+            for (std::size_t k = 0; k < m; ++k) r.v[k] += double(n.self[k]);
+            const std::uint32_t parentFrame = n.parent == 0 ? report::kRootFrame : p.merged.nodes[n.parent].frame;
+            Row &s = bySite[{parentFrame, n.frame}];
+            s.name = (parentFrame == report::kRootFrame ? std::string("(no stack)") : p.frames[parentFrame].name) +
+                     " -> " + f.className;
+            s.v[0] += double(n.self[0]);
+            s.v[1] += double(n.self[1]);
+        }
+        auto sorted = [](auto &map) {
+            std::vector<Row> rows;
+            for (auto &[k, r] : map) rows.push_back(r);
+            std::stable_sort(rows.begin(), rows.end(), [](const Row &a, const Row &b) { return a.v[1] > b.v[1]; });
+            return rows;
+        };
+        const double totalObjects = totals.empty() ? 0 : double(totals[0][0]);
+        const double totalBytes = totals.empty() ? 0 : double(totals[0][1]);
+        std::ostringstream out;
+        out << "heapprof: " << (o_.exact ? "every allocation" : "sampled every " + Bytes(double(o_.interval)) + ", scaled")
+            << "; " << std::llround(totalObjects) << " objects, " << Bytes(totalBytes) << " allocated ("
+            << samples_.load() << " events); " << gcCount_ << " GCs, pauses " << std::fixed;
+        out.precision(3);
+        out << double(pauseTotal) / 1e6 << " ms total, " << double(pauseMax) / 1e6 << " ms max\n";
+        char line[512];
+        std::snprintf(line, sizeof line, "%-48s %14s %12s %14s %12s\n", "class", "alloc objects", "alloc bytes",
+                      o_.live ? "live objects" : "", o_.live ? "live bytes" : "");
+        out << line;
+        const auto classes = sorted(byClass);
+        for (std::size_t i = 0; i < classes.size() && i < o_.out.top; ++i) {
+            const Row &r = classes[i];
+            std::snprintf(line, sizeof line, "%-48s %14lld %12s %14s %12s\n", r.name.c_str(), std::llround(r.v[0]),
+                          Bytes(r.v[1]).c_str(), o_.live ? std::to_string(std::llround(r.v[2])).c_str() : "",
+                          o_.live ? Bytes(r.v[3]).c_str() : "");
+            out << line;
+        }
+        out << "top allocation sites (allocating method -> class):\n";
+        const auto sites = sorted(bySite);
+        for (std::size_t i = 0; i < sites.size() && i < o_.out.top; ++i) {
+            std::snprintf(line, sizeof line, "  %-70s %12lld %12s\n", sites[i].name.c_str(), std::llround(sites[i].v[0]),
+                          Bytes(sites[i].v[1]).c_str());
+            out << line;
+        }
+        std::fputs(out.str().c_str(), stderr);
+    }
+    martini::clients::WriteOutputs(p, o_.out, outputDir_.Resolve(o_.out));
+    std::fflush(stderr);
+}
+
+// ---- Observers ------------------------------------------------------------------------
+
+class AllocObserver : public IObjectAllocEventObserver {
+public:
+    explicit AllocObserver(HeapProfiler &p) : p_(p) {}
+    BitSet EventDataTypes() override {
+        return DR_THREAD_ID | DR_OBJECT_ID | DR_CLASS_ID | DR_OBJECT_SIZE | DR_VM_CALL_STACK;
+    }
+    void HandleEvent(SObjectAllocEventData &d) override { p_.Allocated(d); }
+
+private:
+    HeapProfiler &p_;
+};
+
+class FreeObserver : public IObjectFreeEventObserver {
+public:
+    explicit FreeObserver(HeapProfiler &p) : p_(p) {}
+    BitSet EventDataTypes() override { return DR_OBJECT_ID; }
+    void HandleEvent(SObjectFreeEventData &d) override { p_.Freed(d); }
+
+private:
+    HeapProfiler &p_;
+};
+
+class GcStartObserver : public IGcStartEventObserver {
+public:
+    explicit GcStartObserver(HeapProfiler &p) : p_(p) {}
+    BitSet EventDataTypes() override { return DR_CPU_TIMESTAMP; }
+    void HandleEvent(SGcStartEventData &d) override { p_.GcStarted(d); }
+
+private:
+    HeapProfiler &p_;
+};
+
+class GcEndObserver : public IGcEndEventObserver {
+public:
+    explicit GcEndObserver(HeapProfiler &p) : p_(p) {}
+    BitSet EventDataTypes() override { return DR_CPU_TIMESTAMP; }
+    void HandleEvent(SGcEndEventData &d) override { p_.GcEnded(d); }
+
+private:
+    HeapProfiler &p_;
+};
+
+class ThreadStartObserver : public IThreadStartEventObserver {
+public:
+    explicit ThreadStartObserver(HeapProfiler &p) : p_(p) {}
+    BitSet EventDataTypes() override { return DR_THREAD_ID | DR_THREAD_NAME; }
+    void HandleEvent(SThreadStartEventData &d) override {
+        if ((d.validData & DR_THREAD_NAME) && d.szThreadName != nullptr) p_.SetThreadName(d.threadId, d.szThreadName);
+    }
+
+private:
+    HeapProfiler &p_;
+};
+
+class ShutdownObserver : public IVmShutdownEventObserver {
+public:
+    explicit ShutdownObserver(HeapProfiler &p) : p_(p) {}
+    void HandleEvent() override { p_.Finish(); }
+
+private:
+    HeapProfiler &p_;
+};
+
+struct Instance {
+    HeapProfiler profiler;
+    AllocObserver alloc{profiler};
+    FreeObserver free{profiler};
+    GcStartObserver gcStart{profiler};
+    GcEndObserver gcEnd{profiler};
+    ThreadStartObserver threadStart{profiler};
+    ShutdownObserver shutdown{profiler};
+    martini::clients::OutputDirObserver outputDir{profiler.outputDirectory()};
+    martini::filters::RuleSet rules;  // asked once per class, never per allocation
+    Instance(IMpi &mpi, TId id, Options o) : profiler(mpi, id, std::move(o)) {}
+};
+
+}  // namespace
+
+extern "C" API_EXPORT TResult MPICL_Instantiate(IMpi *mpi, TId clientId, const char *options) {
+    if (options != nullptr && (std::string(options) == "help" || std::string(options) == "--help")) {
+        std::fputs(kUsage, stderr);
+        return MRTE_ERROR_FAIL;
+    }
+    Options o;
+    if (std::string e = ParseOptions(options, o); !e.empty()) {
+        std::fprintf(stderr, "heapprof: %s\n%s", e.c_str(), kUsage);
+        return MRTE_ERROR_ILLEGAL_ARGUMENT;
+    }
+    auto owned = std::make_unique<Instance>(*mpi, clientId, std::move(o));
+    Instance *in = owned.get();
+    const Options &opts = in->profiler.options();
+    TResult r = mpi->RegisterEvent(clientId, in->alloc);
+    if (r == MRTE_RESULT_OK) r = mpi->RegisterEvent(clientId, in->shutdown);
+    if (r != MRTE_RESULT_OK) {
+        std::fprintf(stderr, "heapprof: this runtime does not give allocation events (result %d)\n", int(r));
+        return r;
+    }
+    if (opts.live && mpi->RegisterEvent(clientId, in->free) != MRTE_RESULT_OK) {
+        std::fprintf(stderr, "heapprof: this runtime does not report frees: no live objects at exit\n");
+    }
+    mpi->RegisterEvent(clientId, in->gcStart);
+    mpi->RegisterEvent(clientId, in->gcEnd);
+    mpi->RegisterEvent(clientId, in->threadStart);
+    mpi->RegisterEvent(clientId, in->outputDir);
+    if (!opts.filter.empty() || !opts.includes.empty()) {
+        std::string line = opts.filter;
+        for (const auto &p : opts.includes) line += (line.empty() ? "+" : "|+") + p;
+        if (std::string e = in->rules.Load(line); !e.empty()) {
+            std::fprintf(stderr, "heapprof: %s; heapprof does not start (it would track every class)\n", e.c_str());
+            return MRTE_ERROR_ILLEGAL_ARGUMENT;
+        }
+        r = mpi->SetEventGroupFilter(clientId, EG_HEAP, in->rules.HeapFilter());
+        if (r != MRTE_RESULT_OK) {
+            std::fprintf(stderr, "heapprof: cannot set the class filter (result %d)\n", int(r));
+            return r;
+        }
+    }
+    r = mpi->SetAllocationSamplingInterval(clientId, opts.exact ? 0 : static_cast<unsigned>(opts.interval));
+    if (r != MRTE_RESULT_OK && r != MRTE_ERROR_NOT_SUPPORTED) {
+        std::fprintf(stderr, "heapprof: cannot set the allocation sampling interval (result %d)\n", int(r));
+        return r;
+    }
+    owned.release();
+    return MRTE_RESULT_OK;
+}
