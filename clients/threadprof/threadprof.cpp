@@ -1,0 +1,555 @@
+// threadprof: threads and monitors. Thread lifetimes (start, end, name, group, parent)
+// and the time each spent blocked on monitors and waiting; for each contended monitor
+// its class, who waited, how long, and who held it; wait/notify counts; thread
+// interactions where the runtime reports them. Outputs: a text summary of the top
+// contended monitors, a Chrome trace with one track per thread and contention and
+// waits as slices, the detailed JSON (NAME.threads.json), and the report library's
+// files over a tree "thread -> blocked on / waiting on -> monitor class".
+// Written against mpi/ only. docs/threadprof.md describes it.
+#include <MpiAPI.h>
+
+#include "martini/clients/names.h"
+#include "martini/clients/output.h"
+#include "martini/filters/rule_set.h"
+#include "martini/report/profile.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+using namespace Martini::MPI;
+namespace report = martini::report;
+
+namespace {
+
+const char kUsage[] =
+    "threadprof options (comma-separated):\n"
+    "  filter=RULES      monitors of these classes only: +PATTERN|-PATTERN|...  or  @rules.json\n"
+    "  slices=N          at most N contention/wait slices in the Chrome trace (default 100000)\n"
+    "  top=N             rows of the summary printed at exit (default 20, 0: none)\n"
+    "  out=DIR           write the files there (also set by `martini run --output`)\n"
+    "  formats=LIST      json+collapsed+chrome+pprof+html (default: all; none)\n"
+    "  name=BASE         base name of the files (default: threadprof)\n";
+
+struct Options {
+    std::string filter;
+    std::size_t slices = 100000;
+    martini::clients::OutputOptions out;
+};
+
+std::string ParseOptions(const char *text, Options &o) {
+    o.out.name = "threadprof";
+    std::vector<martini::clients::Option> items;
+    if (std::string e = martini::clients::SplitOptions(text, items); !e.empty()) return e;
+    for (const auto &it : items) {
+        std::string error;
+        if (it.key == "filter") {
+            if (it.value.empty()) return "option 'filter' needs rules";
+            o.filter = it.value;
+        } else if (it.key == "slices") {
+            char *end = nullptr;
+            const unsigned long long n = std::strtoull(it.value.c_str(), &end, 10);
+            if (it.value.empty() || *end != '\0' || it.value[0] == '-') return "option 'slices': '" + it.value + "' is not a count";
+            o.slices = n;
+        } else if (o.out.Parse(it.key, it.value, error)) {
+            if (!error.empty()) return error;
+        } else {
+            return "unknown option '" + it.key + "'";
+        }
+    }
+    return "";
+}
+
+// DR_CPU_TIMESTAMP is CLOCK_MONOTONIC nanoseconds; when a runtime gives no timestamp
+// with an event, the same clock read here stands in for it.
+std::uint64_t MonotonicNs() {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return std::uint64_t(ts.tv_sec) * 1000000000u + std::uint64_t(ts.tv_nsec);
+}
+
+// The latest event time seen: "now" for threads still running at the end.
+std::atomic<std::uint64_t> gLastSeen{0};
+
+template <class Data>
+std::uint64_t TimeOf(const Data &d) {
+    const std::uint64_t t = (d.validData & DR_CPU_TIMESTAMP) ? d.uiCpuTimestamp : MonotonicNs();
+    std::uint64_t seen = gLastSeen.load(std::memory_order_relaxed);
+    while (t > seen && !gLastSeen.compare_exchange_weak(seen, t, std::memory_order_relaxed)) {
+    }
+    return t;
+}
+
+struct ThreadRecord {
+    TId id = 0;
+    std::string name, group;
+    TId parent = 0;
+    std::uint64_t start = 0, end = 0;  // 0: before profiling / still running
+    std::uint64_t blockedNs = 0, waitingNs = 0;
+    std::uint64_t contentions = 0, waits = 0;
+    // in progress
+    bool blocked = false, waiting = false;
+    TId monitor = 0, monitorClass = 0, owner = 0;
+    std::uint64_t since = 0;
+};
+
+struct MonitorRecord {
+    TId object = 0, classId = 0;
+    std::uint64_t contentions = 0, blockedNs = 0, maxBlockedNs = 0;
+    std::map<TId, std::pair<std::uint64_t, std::uint64_t>> waiters;  // thread -> (count, ns)
+    std::map<TId, std::uint64_t> holders;                             // thread -> times it held it
+    std::uint64_t waits = 0, waited = 0, timeouts = 0, waitingNs = 0;
+    std::map<TId, std::pair<std::uint64_t, std::uint64_t>> waitedBy;  // thread -> (count, ns)
+};
+
+struct Slice {
+    TId thread;
+    std::string label;
+    std::uint64_t start, duration;
+    std::string category;
+};
+
+class ThreadProfiler {
+public:
+    ThreadProfiler(IMpi &mpi, TId id, Options o) : mpi_(mpi), id_(id), o_(std::move(o)) {}
+    const Options &options() const { return o_; }
+    martini::clients::OutputDirectory &outputDirectory() { return outputDir_; }
+
+    void ThreadStarted(const SThreadStartEventData &d) {
+        std::lock_guard lock(mutex_);
+        ThreadRecord &t = Thread(d.threadId);
+        if ((d.validData & DR_THREAD_NAME) && d.szThreadName) t.name = d.szThreadName;
+        if ((d.validData & DR_THREAD_GROUP) && d.szThreadGroupName) t.group = d.szThreadGroupName;
+        if (d.validData & DR_THREAD_PARENT_ID) t.parent = d.parentThreadId;
+        t.start = TimeOf(d);
+    }
+    void ThreadEnded(const SThreadEndEventData &d) {
+        std::lock_guard lock(mutex_);
+        Thread(d.threadId).end = TimeOf(d);
+    }
+
+    void ContentionBegins(const SContendedMonitorEnterEventData &d) {
+        const std::uint64_t now = TimeOf(d);
+        // The holder by name, now (it may be gone at the end): GetThreadInfo with a
+        // small buffer first, grown when Martini says it is too short.
+        TId owner = (d.validData & DR_MONITOR_OWNER_THREAD_ID) ? d.ownerThreadId : 0;
+        std::string ownerName;
+        if (owner != 0) ownerName = ThreadNameNow(owner);
+        const TId cls = (d.validData & DR_CLASS_ID) ? d.classId : ClassOfObject(d.objectId);
+        std::lock_guard lock(mutex_);
+        ThreadRecord &t = Thread(d.threadId);
+        t.blocked = true;
+        t.monitor = d.objectId;
+        t.monitorClass = cls;
+        t.owner = owner;
+        t.since = now;
+        if (owner != 0 && !ownerName.empty() && Thread(owner).name.empty()) Thread(owner).name = ownerName;
+        MonitorRecord &m = Monitor(d.objectId, cls);
+        if (owner != 0) ++m.holders[owner];
+    }
+    void ContentionEnds(const SContendedMonitorEnteredEventData &d) {
+        const std::uint64_t now = TimeOf(d);
+        std::lock_guard lock(mutex_);
+        ThreadRecord &t = Thread(d.threadId);
+        if (!t.blocked) return;  // began before profiling
+        t.blocked = false;
+        const std::uint64_t ns = now > t.since ? now - t.since : 0;
+        t.blockedNs += ns;
+        ++t.contentions;
+        MonitorRecord &m = Monitor(t.monitor, t.monitorClass);
+        ++m.contentions;
+        m.blockedNs += ns;
+        m.maxBlockedNs = std::max(m.maxBlockedNs, ns);
+        auto &w = m.waiters[d.threadId];
+        ++w.first;
+        w.second += ns;
+        AddSlice(d.threadId, "blocked on " + ClassName(t.monitorClass) + HeldBy(t.owner), t.since, ns, "contention");
+    }
+    void WaitBegins(const SMonitorWaitEventData &d) {
+        const std::uint64_t now = TimeOf(d);
+        const TId cls = (d.validData & DR_CLASS_ID) ? d.classId : ClassOfObject(d.objectId);
+        std::lock_guard lock(mutex_);
+        ThreadRecord &t = Thread(d.threadId);
+        t.waiting = true;
+        t.monitor = d.objectId;
+        t.monitorClass = cls;
+        t.since = now;
+        ++Monitor(d.objectId, cls).waits;
+    }
+    void WaitEnds(const SMonitorWaitedEventData &d) {
+        const std::uint64_t now = TimeOf(d);
+        std::lock_guard lock(mutex_);
+        ThreadRecord &t = Thread(d.threadId);
+        if (!t.waiting) return;
+        t.waiting = false;
+        const std::uint64_t ns = now > t.since ? now - t.since : 0;
+        t.waitingNs += ns;
+        ++t.waits;
+        MonitorRecord &m = Monitor(t.monitor, t.monitorClass);
+        ++m.waited;
+        if ((d.validData & DR_MONITOR_TIMEOUT) && d.bTimedOut) ++m.timeouts;
+        m.waitingNs += ns;
+        auto &w = m.waitedBy[d.threadId];
+        ++w.first;
+        w.second += ns;
+        AddSlice(d.threadId, "waiting on " + ClassName(t.monitorClass), t.since, ns, "wait");
+    }
+    void Interaction(const SThreadInteractionEventData &d) {
+        std::lock_guard lock(mutex_);
+        static const char *kNames[] = {"none", "notify", "notifyAll", "start", "join", "sleep", "interrupt"};
+        const int type = static_cast<int>(d.interactionType);
+        ++interactions_[type >= 0 && type < 7 ? kNames[type] : "other"];
+    }
+
+    void Finish();
+
+private:
+    ThreadRecord &Thread(TId id) {
+        auto &t = threads_[id];
+        t.id = id;
+        return t;
+    }
+    MonitorRecord &Monitor(TId object, TId cls) {
+        auto &m = monitors_[object];
+        m.object = object;
+        if (cls != 0) m.classId = cls;
+        return m;
+    }
+    TId ClassOfObject(TId object) {
+        SObjectInfo info;
+        if (mpi_.GetObjectInfo(id_, object, DR_CLASS_ID, &info) == MRTE_RESULT_OK) return info.classId;
+        return 0;
+    }
+    std::string ThreadNameNow(TId thread) {
+        char small[16];
+        SThreadInfo info;
+        info.szName = small;
+        info.uiNameSize = sizeof small;
+        TResult r = mpi_.GetThreadInfo(id_, thread, DR_THREAD_NAME, &info);
+        if (r == MRTE_ERROR_BUFFER_TOO_SHORT) {
+            std::vector<char> big(info.uiNameSize);
+            SThreadInfo retry;
+            retry.szName = big.data();
+            retry.uiNameSize = static_cast<unsigned>(big.size());
+            r = mpi_.GetThreadInfo(id_, thread, DR_THREAD_NAME, &retry);
+            if (r == MRTE_RESULT_OK) return big.data();
+            return "";
+        }
+        return r == MRTE_RESULT_OK ? std::string(small) : std::string();
+    }
+    // Names are looked up once per class (under the lock: rare, after contention).
+    std::string ClassName(TId cls) {
+        if (cls == 0) return "(unknown class)";
+        auto [it, added] = classNames_.emplace(cls, "");
+        if (added) {
+            it->second = martini::clients::GetClassName(mpi_, id_, cls);
+            if (it->second.empty()) it->second = "class#" + std::to_string(cls);
+        }
+        return it->second;
+    }
+    std::string HeldBy(TId owner) {
+        if (owner == 0) return "";
+        const auto it = threads_.find(owner);
+        return " held by " + (it != threads_.end() && !it->second.name.empty() ? it->second.name : "thread " + std::to_string(owner));
+    }
+    void AddSlice(TId thread, std::string label, std::uint64_t start, std::uint64_t ns, const char *category) {
+        if (slices_.size() >= o_.slices) {
+            ++slicesDropped_;
+            return;
+        }
+        slices_.push_back({thread, std::move(label), start, ns, category});
+    }
+    std::string NameOf(TId thread) {
+        const auto it = threads_.find(thread);
+        return it != threads_.end() && !it->second.name.empty() ? it->second.name : "thread " + std::to_string(thread);
+    }
+
+    IMpi &mpi_;
+    TId id_;
+    Options o_;
+    std::mutex mutex_;  // contention and waits are slow paths already: one lock is fine
+    std::map<TId, ThreadRecord> threads_;
+    std::map<TId, MonitorRecord> monitors_;
+    std::unordered_map<TId, std::string> classNames_;
+    std::map<std::string, std::uint64_t> interactions_;
+    std::vector<Slice> slices_;
+    std::uint64_t slicesDropped_ = 0;
+    martini::clients::OutputDirectory outputDir_;
+};
+
+std::string Ms(std::uint64_t ns) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.3f", double(ns) / 1e6);
+    return b;
+}
+
+void ThreadProfiler::Finish() {
+    mpi_.DisableEventGroup(id_, EG_MONITOR);
+    std::lock_guard lock(mutex_);
+    const std::uint64_t now = gLastSeen.load();
+    // Names for threads seen only through events.
+    for (auto &[tid, t] : threads_) {
+        if (t.name.empty()) t.name = martini::clients::GetThreadName(mpi_, id_, tid);
+    }
+    std::vector<const MonitorRecord *> contended;
+    for (const auto &[obj, m] : monitors_) {
+        if (m.contentions > 0) contended.push_back(&m);
+    }
+    std::stable_sort(contended.begin(), contended.end(), [](auto *a, auto *b) { return a->blockedNs > b->blockedNs; });
+    auto people = [&](const auto &map, bool withTime) {
+        std::vector<std::pair<std::uint64_t, std::string>> rows;
+        for (const auto &[tid, v] : map) {
+            if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::uint64_t>) rows.push_back({v, NameOf(tid) + " (" + std::to_string(v) + ")"});
+            else rows.push_back({v.second, NameOf(tid) + " (" + std::to_string(v.first) + (withTime ? ", " + Ms(v.second) + " ms" : "") + ")"});
+        }
+        std::stable_sort(rows.begin(), rows.end(), [](auto &a, auto &b) { return a.first > b.first; });
+        std::string s;
+        for (const auto &r : rows) s += (s.empty() ? "" : ", ") + r.second;
+        return s.empty() ? std::string("-") : s;
+    };
+
+    // ---- text summary
+    std::uint64_t totalBlocked = 0, totalContentions = 0, totalWaits = 0;
+    for (const auto &[obj, m] : monitors_) {
+        totalBlocked += m.blockedNs;
+        totalContentions += m.contentions;
+        totalWaits += m.waited;
+    }
+    if (o_.out.top > 0) {
+        std::ostringstream out;
+        out << "threadprof: " << threads_.size() << " threads; " << contended.size() << " contended monitors, "
+            << totalContentions << " contentions, " << Ms(totalBlocked) << " ms blocked; " << totalWaits << " waits\n";
+        if (!contended.empty()) out << "top contended monitors:\n";
+        for (std::size_t i = 0; i < contended.size() && i < o_.out.top; ++i) {
+            const MonitorRecord &m = *contended[i];
+            out << "  " << ClassName(m.classId) << "@" << m.object << ": " << m.contentions << " contentions, "
+                << Ms(m.blockedNs) << " ms blocked (max " << Ms(m.maxBlockedNs) << " ms)\n"
+                << "      waiters: " << people(m.waiters, true) << "\n"
+                << "      held by: " << people(m.holders, false) << "\n";
+        }
+        std::vector<const MonitorRecord *> waited;
+        for (const auto &[obj, m] : monitors_) {
+            if (m.waits > 0) waited.push_back(&m);
+        }
+        std::stable_sort(waited.begin(), waited.end(), [](auto *a, auto *b) { return a->waitingNs > b->waitingNs; });
+        if (!waited.empty()) out << "monitors waited on (wait/notify):\n";
+        for (std::size_t i = 0; i < waited.size() && i < o_.out.top; ++i) {
+            const MonitorRecord &m = *waited[i];
+            out << "  " << ClassName(m.classId) << "@" << m.object << ": " << m.waits << " waits, " << m.waited
+                << " woke (" << m.timeouts << " timed out), " << Ms(m.waitingNs) << " ms waiting\n";
+        }
+        out << "threads:\n";
+        char line[256];
+        std::snprintf(line, sizeof line, "  %-24s %-16s %12s %12s %12s\n", "name", "parent", "lifetime ms", "blocked ms",
+                      "waiting ms");
+        out << line;
+        std::size_t shown = 0;
+        for (const auto &[tid, t] : threads_) {
+            if (shown++ >= o_.out.top) break;
+            const std::uint64_t stop = t.end != 0 ? t.end : now;
+            const std::uint64_t life = t.start != 0 && stop > t.start ? stop - t.start : 0;
+            std::snprintf(line, sizeof line, "  %-24s %-16s %12s %12s %12s\n", t.name.c_str(),
+                          t.parent ? NameOf(t.parent).c_str() : "-", t.start ? Ms(life).c_str() : "?",
+                          Ms(t.blockedNs).c_str(), Ms(t.waitingNs).c_str());
+            out << line;
+        }
+        for (const auto &[type, n] : interactions_) out << "  interactions: " << type << " " << n << "\n";
+        std::fputs(out.str().c_str(), stderr);
+    }
+
+    // ---- the report profile: tree thread -> state -> monitor class; spans
+    report::Profile p;
+    p.tool = "threadprof";
+    p.mode = "monitors";
+    SRuntimeInfo runtime;
+    if (mpi_.GetRuntimeInfo(id_, &runtime) == MRTE_RESULT_OK) p.runtime = runtime.szRuntimeName;
+    p.metrics = {{"blocked", "nanoseconds"}, {"contentions", "count"}, {"waiting", "nanoseconds"}, {"waits", "count"}};
+    p.defaultMetric = 0;
+    std::map<std::string, std::uint32_t> frameOf;
+    auto frame = [&](const std::string &name) {
+        auto [it, added] = frameOf.emplace(name, static_cast<std::uint32_t>(p.frames.size()));
+        if (added) {
+            report::Frame f;
+            f.name = name;
+            p.frames.push_back(f);
+        }
+        return it->second;
+    };
+    std::map<TId, report::Tree> trees;
+    auto treeOf = [&](TId tid) -> report::Tree & {
+        auto [it, added] = trees.try_emplace(tid);
+        if (added) {
+            it->second.threadId = tid;
+            it->second.threadName = NameOf(tid);
+            it->second.Clear(p.metrics.size());
+        }
+        return it->second;
+    };
+    for (const auto &[obj, m] : monitors_) {
+        for (const auto &[tid, w] : m.waiters) {
+            report::Tree &t = treeOf(tid);
+            const std::uint32_t state = t.ChildOf(0, frame("blocked"), p.metrics.size());
+            const std::uint32_t n = t.ChildOf(state, frame(ClassName(m.classId)), p.metrics.size());
+            t.nodes[n].self[0] += w.second;
+            t.nodes[n].self[1] += w.first;
+        }
+    }
+    for (const auto &[obj, m] : monitors_) {
+        for (const auto &[tid, w] : m.waitedBy) {
+            report::Tree &t = treeOf(tid);
+            const std::uint32_t state = t.ChildOf(0, frame("waiting"), p.metrics.size());
+            const std::uint32_t n = t.ChildOf(state, frame(ClassName(m.classId)), p.metrics.size());
+            t.nodes[n].self[2] += w.second;
+            t.nodes[n].self[3] += w.first;
+        }
+    }
+    for (auto &[tid, t] : trees) p.threads.push_back(std::move(t));
+    p.Merge();
+    // Chrome trace: thread lifetimes as slices on their own track, contention and waits.
+    for (const auto &[tid, t] : threads_) {
+        p.threadNames.push_back({tid, t.name.empty() ? "thread " + std::to_string(tid) : t.name});
+        const std::uint64_t stop = t.end != 0 ? t.end : now;
+        if (t.start != 0 && stop >= t.start) p.spans.push_back({tid, frame("thread " + NameOf(tid)), t.start, stop - t.start, "thread"});
+    }
+    for (const Slice &s : slices_) p.spans.push_back({s.thread, frame(s.label), s.start, s.duration, s.category});
+    p.counters = {{"threads", threads_.size()}, {"contended_monitors", contended.size()}, {"contentions", totalContentions},
+                  {"blocked_ns", totalBlocked}, {"waits", totalWaits}, {"slices_dropped", slicesDropped_}};
+    const std::string dir = outputDir_.Resolve(o_.out);
+    martini::clients::WriteOutputs(p, o_.out, dir);
+
+    // ---- the detailed JSON
+    if (!dir.empty() && (o_.out.formats & report::kJson)) {
+        using nlohmann::json;
+        json j;
+        j["format"] = "martini-threads";
+        j["version"] = 1;
+        j["runtime"] = p.runtime;
+        json threads = json::array();
+        for (const auto &[tid, t] : threads_) {
+            threads.push_back({{"id", tid}, {"name", t.name}, {"group", t.group}, {"parent", t.parent},
+                               {"start_ns", t.start}, {"end_ns", t.end}, {"blocked_ns", t.blockedNs},
+                               {"waiting_ns", t.waitingNs}, {"contentions", t.contentions}, {"waits", t.waits}});
+        }
+        json monitors = json::array();
+        for (const auto &[obj, m] : monitors_) {
+            json waiters = json::array(), holders = json::array();
+            for (const auto &[tid, w] : m.waiters) waiters.push_back({{"thread", tid}, {"name", NameOf(tid)}, {"count", w.first}, {"blocked_ns", w.second}});
+            for (const auto &[tid, n] : m.holders) holders.push_back({{"thread", tid}, {"name", NameOf(tid)}, {"count", n}});
+            monitors.push_back({{"object", obj}, {"class", ClassName(m.classId)}, {"contentions", m.contentions},
+                                {"blocked_ns", m.blockedNs}, {"max_blocked_ns", m.maxBlockedNs}, {"waiters", waiters},
+                                {"holders", holders}, {"waits", m.waits}, {"woke", m.waited}, {"timeouts", m.timeouts},
+                                {"waiting_ns", m.waitingNs}});
+        }
+        j["threads"] = std::move(threads);
+        j["monitors"] = std::move(monitors);
+        j["interactions"] = interactions_;
+        const std::string path = (dir.back() == '/' ? dir : dir + "/") + o_.out.name + ".threads.json";
+        std::ofstream f(path, std::ios::trunc);
+        f << j.dump(1) << '\n';
+        f.flush();
+        if (f) std::fprintf(stderr, "threadprof: wrote %s\n", path.c_str());
+        else std::fprintf(stderr, "threadprof: cannot write '%s': %s\n", path.c_str(), std::strerror(errno));
+    }
+    std::fflush(stderr);
+}
+
+// ---- Observers (one template for the event types that forward to one method) ----------
+
+template <class Base, class Data, void (ThreadProfiler::*Handler)(const Data &)>
+class Forward : public Base {
+public:
+    Forward(ThreadProfiler &p, BitSet wanted) : p_(p), wanted_(wanted) {}
+    BitSet EventDataTypes() override { return wanted_; }
+    void HandleEvent(Data &d) override { (p_.*Handler)(d); }
+
+private:
+    ThreadProfiler &p_;
+    BitSet wanted_;
+};
+
+class ShutdownObserver : public IVmShutdownEventObserver {
+public:
+    explicit ShutdownObserver(ThreadProfiler &p) : p_(p) {}
+    void HandleEvent() override { p_.Finish(); }
+
+private:
+    ThreadProfiler &p_;
+};
+
+struct Instance {
+    ThreadProfiler profiler;
+    Forward<IThreadStartEventObserver, SThreadStartEventData, &ThreadProfiler::ThreadStarted> threadStart{
+        profiler, DR_THREAD_ID | DR_THREAD_NAME | DR_THREAD_GROUP | DR_THREAD_PARENT_ID | DR_CPU_TIMESTAMP};
+    Forward<IThreadEndEventObserver, SThreadEndEventData, &ThreadProfiler::ThreadEnded> threadEnd{
+        profiler, DR_THREAD_ID | DR_CPU_TIMESTAMP};
+    Forward<IContendedMonitorEnterEventObserver, SContendedMonitorEnterEventData, &ThreadProfiler::ContentionBegins>
+        contendedEnter{profiler, DR_THREAD_ID | DR_OBJECT_ID | DR_CLASS_ID | DR_MONITOR_OWNER_THREAD_ID | DR_CPU_TIMESTAMP};
+    Forward<IContendedMonitorEnteredEventObserver, SContendedMonitorEnteredEventData, &ThreadProfiler::ContentionEnds>
+        contendedEntered{profiler, DR_THREAD_ID | DR_OBJECT_ID | DR_CLASS_ID | DR_CPU_TIMESTAMP};
+    Forward<IMonitorWaitEventObserver, SMonitorWaitEventData, &ThreadProfiler::WaitBegins> wait{
+        profiler, DR_THREAD_ID | DR_OBJECT_ID | DR_CLASS_ID | DR_MONITOR_TIMEOUT | DR_CPU_TIMESTAMP};
+    Forward<IMonitorWaitedEventObserver, SMonitorWaitedEventData, &ThreadProfiler::WaitEnds> waited{
+        profiler, DR_THREAD_ID | DR_OBJECT_ID | DR_CLASS_ID | DR_MONITOR_TIMEOUT | DR_CPU_TIMESTAMP};
+    Forward<IThreadInteractionEventObserver, SThreadInteractionEventData, &ThreadProfiler::Interaction> interaction{
+        profiler, DR_THREAD_ID | DR_OBJECT_ID | DR_INTERACTION_TYPE};
+    ShutdownObserver shutdown{profiler};
+    martini::clients::OutputDirObserver outputDir{profiler.outputDirectory()};
+    martini::filters::RuleSet rules;
+    Instance(IMpi &mpi, TId id, Options o) : profiler(mpi, id, std::move(o)) {}
+};
+
+}  // namespace
+
+extern "C" API_EXPORT TResult MPICL_Instantiate(IMpi *mpi, TId clientId, const char *options) {
+    if (options != nullptr && (std::string(options) == "help" || std::string(options) == "--help")) {
+        std::fputs(kUsage, stderr);
+        return MRTE_ERROR_FAIL;
+    }
+    Options o;
+    if (std::string e = ParseOptions(options, o); !e.empty()) {
+        std::fprintf(stderr, "threadprof: %s\n%s", e.c_str(), kUsage);
+        return MRTE_ERROR_ILLEGAL_ARGUMENT;
+    }
+    auto owned = std::make_unique<Instance>(*mpi, clientId, std::move(o));
+    Instance *in = owned.get();
+    TResult r = mpi->RegisterEvent(clientId, in->shutdown);
+    for (IEventObserver *obs : std::initializer_list<IEventObserver *>{&in->contendedEnter, &in->contendedEntered}) {
+        if (r == MRTE_RESULT_OK) r = mpi->RegisterEvent(clientId, *obs);
+    }
+    if (r != MRTE_RESULT_OK) {
+        std::fprintf(stderr, "threadprof: this runtime does not give monitor contention events (result %d)\n", int(r));
+        return r;
+    }
+    // The rest where the runtime has them.
+    for (IEventObserver *obs : std::initializer_list<IEventObserver *>{&in->threadStart, &in->threadEnd, &in->wait,
+                                                                       &in->waited, &in->interaction, &in->outputDir}) {
+        mpi->RegisterEvent(clientId, *obs);
+    }
+    if (!in->profiler.options().filter.empty()) {
+        if (std::string e = in->rules.Load(in->profiler.options().filter); !e.empty()) {
+            std::fprintf(stderr, "threadprof: %s; threadprof does not start (it would watch every monitor)\n", e.c_str());
+            return MRTE_ERROR_ILLEGAL_ARGUMENT;
+        }
+        r = mpi->SetEventGroupFilter(clientId, EG_MONITOR, in->rules.MonitorFilter());
+        if (r != MRTE_RESULT_OK) {
+            std::fprintf(stderr, "threadprof: cannot set the monitor filter (result %d)\n", int(r));
+            return r;
+        }
+    }
+    owned.release();
+    return MRTE_RESULT_OK;
+}
