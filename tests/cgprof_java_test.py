@@ -13,19 +13,14 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from testlib import Checks, self_by_frame  # noqa: E402
+
 build, classes = (os.path.abspath(a) for a in sys.argv[1:3])
 martini = os.path.join(build, "tools", "martini")
 work = tempfile.mkdtemp(prefix="cgprof-java-")
-passed = failed = 0
+check = Checks()
 
-
-def check(name, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print(f"FAIL: {name}" + (f"\n{detail}" if detail else ""))
 
 
 def run(args, cwd=work):
@@ -102,5 +97,4 @@ r = run([martini, "run"])
 check("no program", r.returncode == 1 and "no program given" in r.stderr, r.stderr)
 
 shutil.rmtree(work, ignore_errors=True)
-print(f"{passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+check.finish()

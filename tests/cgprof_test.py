@@ -13,6 +13,10 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import testlib  # noqa: E402
+from testlib import Checks, self_by_frame  # noqa: E402
+
 build, source = sys.argv[1:3]
 replay = os.path.join(build, "tools", "martini-replay")
 martini = os.path.join(build, "tools", "martini")
@@ -20,23 +24,12 @@ trace = os.path.join(source, "tests", "cgprof", "golden.jsonl")
 golden_dir = os.path.join(source, "tests", "cgprof")
 env = dict(os.environ, MARTINI_CLIENT_PATH=os.path.join(build, "clients"))
 work = tempfile.mkdtemp(prefix="cgprof-test-")
-passed = failed = 0
+check = Checks()
 
-
-def check(name, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print(f"FAIL: {name}" + (f"\n{detail}" if detail else ""))
 
 
 def run(args, expect=0):
-    r = subprocess.run(args, capture_output=True, text=True, env=env)
-    if r.returncode != expect:
-        print(f"command {args} exited {r.returncode} (expected {expect})\n{r.stdout}{r.stderr}")
-    return r
+    return testlib.run(args, expect, env=env)
 
 
 def cgprof(options, name):
@@ -204,5 +197,4 @@ r = run([martini, "replay", "--client", "cgprof=top=1,formats=none", trace])
 check("martini replay is martini-replay", "a.A.main" in r.stderr, r.stderr)
 
 shutil.rmtree(work, ignore_errors=True)
-print(f"{passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+check.finish()

@@ -13,37 +13,22 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import testlib  # noqa: E402
+from testlib import Checks, self_by_frame  # noqa: E402
+
 build, source = sys.argv[1:3]
 martini = os.path.join(build, "tools", "martini")
 trace = os.path.join(source, "tests", "profilers", "heap_threads.jsonl")
 env = dict(os.environ, MARTINI_CLIENT_PATH=os.path.join(build, "clients"))
 work = tempfile.mkdtemp(prefix="profilers-test-")
-passed = failed = 0
+check = Checks()
 
-
-def check(name, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print(f"FAIL: {name}" + (f"\n{detail}" if detail else ""))
 
 
 def run(args, expect=0):
-    r = subprocess.run(args, capture_output=True, text=True, env=env)
-    if r.returncode != expect:
-        print(f"command {args} exited {r.returncode} (expected {expect})\n{r.stdout}{r.stderr}")
-    return r
+    return testlib.run(args, expect, env=env)
 
-
-def self_by_frame(profile, metric):
-    frames = [f["name"] for f in profile["frames"]]
-    k = [m["name"] for m in profile["metrics"]].index(metric)
-    out = {}
-    for node in profile["merged"]["nodes"][1:]:
-        out[frames[node[1]]] = out.get(frames[node[1]], 0) + node[2 + k]
-    return out
 
 
 out = os.path.join(work, "both")
@@ -137,5 +122,4 @@ for client, options, message in [
     check(f"{client} refuses {options!r}", r.returncode == 1 and message in r.stderr, r.stderr)
 
 shutil.rmtree(work, ignore_errors=True)
-print(f"{passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+check.finish()

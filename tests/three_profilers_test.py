@@ -15,29 +15,16 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from testlib import Checks, self_by_frame  # noqa: E402
+
 build, classes = (os.path.abspath(a) for a in sys.argv[1:3])
 martini = os.path.join(build, "tools", "martini")
 work = tempfile.mkdtemp(prefix="three-profilers-")
 out = os.path.join(work, "out")
-passed = failed = 0
+check = Checks()
 
 
-def check(name, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print(f"FAIL: {name}" + (f"\n{detail}" if detail else ""))
-
-
-def self_by_frame(profile, metric):
-    frames = [f["name"] for f in profile["frames"]]
-    k = [m["name"] for m in profile["metrics"]].index(metric)
-    totals = {}
-    for node in profile["merged"]["nodes"][1:]:
-        totals[frames[node[1]]] = totals.get(frames[node[1]], 0) + node[2 + k]
-    return totals
 
 
 counts_file = os.path.join(work, "callcount.txt")
@@ -96,5 +83,4 @@ for f in ["cgprof.html", "heapprof.html", "threadprof.trace.json", "heapprof.pb.
     check(f"{f} written", os.path.getsize(os.path.join(out, f)) > 0)
 
 shutil.rmtree(work, ignore_errors=True)
-print(f"{passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+check.finish()

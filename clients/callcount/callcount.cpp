@@ -9,6 +9,8 @@
 // refuses to start.
 #include <MpiAPI.h>
 
+#include "martini/clients/names.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -123,32 +125,9 @@ public:
 // "pkg.Class.method(sig)" through GetMethodInfo, growing the buffers when Martini
 // says they are too short.
 std::string MethodName(TId methodId) {
-    std::vector<char> name(64), sig(64), cls(64);
-    for (int attempt = 0; attempt < 3; ++attempt) {
-        SMethodInfo info;
-        info.szMethodName = name.data();
-        info.uiMethodNameSize = static_cast<unsigned>(name.size());
-        info.szMethodSig = sig.data();
-        info.uiMethodSigSize = static_cast<unsigned>(sig.size());
-        info.szClassName = cls.data();
-        info.uiClassNameSize = static_cast<unsigned>(cls.size());
-        const TResult r = g_mpi->GetMethodInfo(g_clientId, methodId,
-                                               DR_METHOD_NAME | DR_METHOD_SIGNATURE | DR_CLASS_NAME,
-                                               &info);
-        if (r == MRTE_ERROR_BUFFER_TOO_SHORT) {
-            name.resize(std::max<std::size_t>(name.size(), info.uiMethodNameSize));
-            sig.resize(std::max<std::size_t>(sig.size(), info.uiMethodSigSize));
-            cls.resize(std::max<std::size_t>(cls.size(), info.uiClassNameSize));
-            continue;
-        }
-        if (r != MRTE_RESULT_OK && r != MRTE_ERROR_PARTIAL_INFO) break;
-        std::string out;
-        if (info.validData & DR_CLASS_NAME) out += std::string(cls.data()) + ".";
-        out += (info.validData & DR_METHOD_NAME) ? name.data() : "?";
-        if (info.validData & DR_METHOD_SIGNATURE) out += sig.data();
-        return out;
-    }
-    return "method#" + std::to_string(methodId);
+    const auto n = martini::clients::GetMethodNames(*g_mpi, g_clientId, methodId);
+    if (!n.ok) return "method#" + std::to_string(methodId);
+    return (n.className.empty() ? "" : n.className + ".") + n.method + n.signature;
 }
 
 class ShutdownObserver : public IVmShutdownEventObserver {

@@ -14,6 +14,8 @@
 #include <MpiAPI.h>
 
 #include "martini/clients/names.h"
+#include "martini/clients/output.h"
+#include "martini/clients/support.h"
 #include "martini/filters/rule_set.h"
 #include "martini/report/profile.h"
 
@@ -45,7 +47,7 @@ const char kUsage[] =
     "  filter=RULES      a rule set instead: +PATTERN|-PATTERN|...  or  @rules.json (docs/filters.md)\n"
     "  top=N             rows of the table printed at exit (default 20, 0: none)\n"
     "  out=DIR           write the files there (also set by `martini run --output`)\n"
-    "  formats=LIST      json+collapsed+chrome+pprof+html (default: all)\n"
+    "  formats=LIST      json+collapsed+chrome+pprof+html (default: all; none)\n"
     "  name=BASE         base name of the files (default: cgprof)\n"
     "  depth=N           deepest call path kept per thread (default 4096); deeper calls are counted as overflow\n"
     "  trace=N           time mode: the first N calls become Chrome trace slices (default 100000)\n"
@@ -56,25 +58,15 @@ struct Options {
     bool cpu = false;
     std::vector<std::string> includes, excludes;
     std::string filter;
-    std::size_t top = 20;
-    std::string outDir;
-    unsigned formats = report::kAllFormats;
-    std::string name = "cgprof";
+    martini::clients::OutputOptions out;
     std::size_t depth = 4096;
     std::uint64_t trace = 100000;
     bool paused = false;
 };
 
-bool ParseCount(const std::string &text, std::uint64_t &out) {
-    if (text.empty() || text.size() > 18) return false;
-    for (char c : text) {
-        if (c < '0' || c > '9') return false;
-    }
-    out = std::strtoull(text.c_str(), nullptr, 10);
-    return true;
-}
-
 std::string ParseOptions(const char *text, Options &o) {
+    using martini::clients::ParseCount;
+    o.out.name = "cgprof";
     std::vector<martini::clients::Option> items;
     if (std::string e = martini::clients::SplitOptions(text, items); !e.empty()) return e;
     for (const auto &it : items) {
@@ -93,26 +85,17 @@ std::string ParseOptions(const char *text, Options &o) {
         else if (k == "include" || k == "exclude") {
             if (auto e = needValue(); !e.empty()) return e;
             (k == "include" ? o.includes : o.excludes).push_back(it.value);
-        } else if (k == "top" || k == "depth" || k == "trace") {
+        } else if (k == "depth" || k == "trace") {
             if (auto e = needValue(); !e.empty()) return e;
             if (!ParseCount(it.value, n)) return "option '" + k + "': '" + it.value + "' is not a count";
             if (k == "depth" && (n == 0 || n > 1000000)) return "option 'depth': must be between 1 and 1000000";
-            if (k == "top") o.top = n;
-            else if (k == "depth") o.depth = n;
+            if (k == "depth") o.depth = n;
             else o.trace = n;
         } else if (k == "filter") {
             if (auto e = needValue(); !e.empty()) return e;
             o.filter = it.value;
-        } else if (k == "out") {
-            if (auto e = needValue(); !e.empty()) return e;
-            o.outDir = it.value;
-        } else if (k == "name") {
-            if (auto e = needValue(); !e.empty()) return e;
-            if (it.value.find('/') != std::string::npos) return "option 'name': a base name, without '/'";
-            o.name = it.value;
-        } else if (k == "formats") {
-            if (auto e = needValue(); !e.empty()) return e;
-            if (auto e = report::ParseFormats(it.value, o.formats); !e.empty()) return "option 'formats': " + e;
+        } else if (std::string error; o.out.Parse(k, it.value, error)) {
+            if (!error.empty()) return error;
         } else {
             return "unknown option '" + k + "'";
         }
@@ -222,23 +205,7 @@ public:
     IMpi &mpi() { return mpi_; }
     TId id() const { return id_; }
 
-    ThreadTree &Tree(TId threadId) {
-        struct Cache {
-            const Profiler *owner;
-            TId thread;
-            ThreadTree *tree;
-        };
-        thread_local Cache cache{nullptr, 0, nullptr};
-        if (cache.owner == this && cache.thread == threadId) return *cache.tree;
-        std::lock_guard lock(mutex_);
-        auto &slot = trees_[threadId];
-        if (!slot) {
-            slot = std::make_unique<ThreadTree>();
-            slot->threadId = threadId;
-        }
-        cache = {this, threadId, slot.get()};
-        return *slot;
-    }
+    ThreadTree &Tree(TId threadId) { return trees_.Get(threadId); }
 
     // A pause happened since this thread's last event: the time between its last
     // event and this one is charged to no frame (it holds the pause).
@@ -316,14 +283,12 @@ public:
         epoch_.fetch_add(1, std::memory_order_relaxed);
     }
 
-    void SetThreadName(TId threadId, const char *name) {
+    void ThreadStarted(const SThreadStartEventData &d) {
+        if (!(d.validData & DR_THREAD_NAME) || d.szThreadName == nullptr) return;
         std::lock_guard lock(mutex_);
-        threadNames_[threadId] = name;
+        threadNames_[d.threadId] = d.szThreadName;
     }
-    void SetOutputDirectory(const char *dir) {
-        std::lock_guard lock(mutex_);
-        if (o_.outDir.empty() && dir != nullptr) outDir_ = dir;
-    }
+    martini::clients::OutputDirectory &outputDirectory() { return outputDir_; }
 
     void Finish();
 
@@ -348,21 +313,20 @@ private:
     void Quiesce() {
         mpi_.DisableEventGroup(id_, EG_CALL_GRAPH);
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
-        std::lock_guard lock(mutex_);
-        for (auto &[id, t] : trees_) {
-            for (int i = 0; i < 1000 && t->busy.load(std::memory_order_acquire) != 0; ++i) {
+        trees_.ForEachOrdered([](ThreadTree &t) {
+            for (int i = 0; i < 1000 && t.busy.load(std::memory_order_acquire) != 0; ++i) {
                 std::this_thread::sleep_for(std::chrono::microseconds(100));
             }
-        }
+        });
     }
 
     IMpi &mpi_;
     TId id_;
     Options o_;
-    std::mutex mutex_;
-    std::unordered_map<TId, std::unique_ptr<ThreadTree>> trees_;
+    std::mutex mutex_;  // thread names
+    martini::clients::PerThread<ThreadTree> trees_;
     std::unordered_map<TId, std::string> threadNames_;
-    std::string outDir_;
+    martini::clients::OutputDirectory outputDir_;
     std::atomic<bool> paused_{false};
     std::atomic<std::uint32_t> epoch_{0};
     std::atomic<std::int64_t> spansLeft_{0};
@@ -374,11 +338,7 @@ void Profiler::Finish() {
     report::Profile p;
     p.tool = "cgprof";
     p.mode = o_.time ? "time" : "counts";
-    SRuntimeInfo runtime;
-    if (mpi_.GetRuntimeInfo(id_, &runtime) == MRTE_RESULT_OK) {
-        p.runtime = runtime.szRuntimeName;
-        if (runtime.szRuntimeVersion[0] != '\0') p.runtime += std::string(" ") + runtime.szRuntimeVersion;
-    }
+    p.runtime = martini::clients::RuntimeName(mpi_, id_);
     p.metrics.push_back({"calls", "count"});
     if (o_.time) p.metrics.push_back({"wall", "nanoseconds"});
     if (o_.cpu) p.metrics.push_back({"cpu", "nanoseconds"});
@@ -403,11 +363,7 @@ void Profiler::Finish() {
     };
 
     std::uint64_t depthOverflows = 0, unmatched = 0, unclosed = 0, exceptionExits = 0, stillOpen = 0;
-    std::vector<const ThreadTree *> ordered;
-    for (const auto &[id, t] : trees_) ordered.push_back(t.get());
-    std::sort(ordered.begin(), ordered.end(), [](auto *a, auto *b) { return a->threadId < b->threadId; });
-    for (const ThreadTree *tc : ordered) {
-        auto &t = const_cast<ThreadTree &>(*tc);
+    trees_.ForEachOrdered([&](ThreadTree &t) {
         // Calls still running (threads the runtime did not end): closed at the
         // thread's last event, so what they did is kept.
         stillOpen += t.stack.size();
@@ -438,7 +394,7 @@ void Profiler::Finish() {
         }
         if (tree.nodes.size() > 1) p.threads.push_back(std::move(tree));
         for (const SpanRecord &s : t.spans) p.spans.push_back({t.threadId, frame(s.method), s.start, s.duration, "call"});
-    }
+    });
     p.Merge();
     p.counters = {{"depth_overflows", depthOverflows},
                   {"leaves_without_enter", unmatched},
@@ -447,18 +403,12 @@ void Profiler::Finish() {
                   {"exception_exits", exceptionExits},
                   {"trace_slices", p.spans.size()}};
 
-    if (o_.top > 0) {
+    if (o_.out.top > 0) {
         std::ostringstream table;
-        report::WriteTopTable(p, table, o_.top);
+        report::WriteTopTable(p, table, o_.out.top);
         std::fputs(table.str().c_str(), stderr);
     }
-    const std::string dir = o_.outDir.empty() ? outDir_ : o_.outDir;
-    if (!dir.empty() && o_.formats != 0) {
-        std::vector<std::string> written, errors;
-        report::WriteFiles(p, dir, o_.name, o_.formats, written, errors);
-        for (const auto &path : written) std::fprintf(stderr, "cgprof: wrote %s\n", path.c_str());
-        for (const auto &e : errors) std::fprintf(stderr, "cgprof: %s\n", e.c_str());
-    }
+    martini::clients::WriteOutputs(p, o_.out, outputDir_.Resolve(o_.out));
     std::fflush(stderr);
 }
 
@@ -493,66 +443,16 @@ private:
     BitSet wanted_;
 };
 
-class ThreadStartObserver : public IThreadStartEventObserver {
-public:
-    explicit ThreadStartObserver(Profiler &p) : p_(p) {}
-    BitSet EventDataTypes() override { return DR_THREAD_ID | DR_THREAD_NAME; }
-    void HandleEvent(SThreadStartEventData &d) override {
-        if ((d.validData & DR_THREAD_NAME) && d.szThreadName != nullptr) p_.SetThreadName(d.threadId, d.szThreadName);
-    }
-
-private:
-    Profiler &p_;
-};
-
-class ShutdownObserver : public IVmShutdownEventObserver {
-public:
-    explicit ShutdownObserver(Profiler &p) : p_(p) {}
-    void HandleEvent() override { p_.Finish(); }
-
-private:
-    Profiler &p_;
-};
-
-class StartObserver : public IEcStartEventObserver {
-public:
-    explicit StartObserver(Profiler &p) : p_(p) {}
-    void HandleEvent() override { p_.Resume(); }
-
-private:
-    Profiler &p_;
-};
-
-class StopObserver : public IEcStopEventObserver {
-public:
-    explicit StopObserver(Profiler &p) : p_(p) {}
-    void HandleEvent() override { p_.Pause(); }
-
-private:
-    Profiler &p_;
-};
-
-class OutputDirObserver : public IEcSetOutputDirectoryEventObserver {
-public:
-    explicit OutputDirObserver(Profiler &p) : p_(p) {}
-    BitSet EventDataTypes() override { return DR_COMMAND; }
-    void HandleEvent(SEcSetOutputDirectoryEventData &d) override {
-        if (d.validData & DR_COMMAND) p_.SetOutputDirectory(d.szDirectoryName);
-    }
-
-private:
-    Profiler &p_;
-};
-
 struct Instance {
     Profiler profiler;
     EnterObserver enter{profiler};
     LeaveObserver leave{profiler};
-    ThreadStartObserver threadStart{profiler};
-    ShutdownObserver shutdown{profiler};
-    StartObserver start{profiler};
-    StopObserver stop{profiler};
-    OutputDirObserver outputDir{profiler};
+    martini::clients::Forward<IThreadStartEventObserver, Profiler, SThreadStartEventData, &Profiler::ThreadStarted>
+        threadStart{profiler, DR_THREAD_ID | DR_THREAD_NAME};
+    martini::clients::ForwardNoData<IVmShutdownEventObserver, Profiler, &Profiler::Finish> shutdown{profiler};
+    martini::clients::ForwardNoData<IEcStartEventObserver, Profiler, &Profiler::Resume> start{profiler};
+    martini::clients::ForwardNoData<IEcStopEventObserver, Profiler, &Profiler::Pause> stop{profiler};
+    martini::clients::OutputDirObserver outputDir{profiler.outputDirectory()};
     martini::filters::RuleSet rules;  // asked once per method when instrumented, never per call
     Instance(IMpi &mpi, TId id, Options o) : profiler(mpi, id, std::move(o)) {}
 };
@@ -561,13 +461,8 @@ struct Instance {
 
 extern "C" API_EXPORT TResult MPICL_Instantiate(IMpi *mpi, TId clientId, const char *options) {
     Options o;
-    if (options != nullptr && (std::string(options) == "help" || std::string(options) == "--help")) {
-        std::fputs(kUsage, stderr);
-        return MRTE_ERROR_FAIL;
-    }
-    if (std::string e = ParseOptions(options, o); !e.empty()) {
-        std::fprintf(stderr, "cgprof: %s\n%s", e.c_str(), kUsage);
-        return MRTE_ERROR_ILLEGAL_ARGUMENT;
+    if (TResult r = martini::clients::ParseClientOptions("cgprof", kUsage, options, o, ParseOptions); r != MRTE_RESULT_OK) {
+        return r;
     }
     // Kept until the process ends once instantiated (the runtime may raise events
     // until then); freed here when instantiation fails (nothing was registered then).
@@ -593,15 +488,8 @@ extern "C" API_EXPORT TResult MPICL_Instantiate(IMpi *mpi, TId clientId, const c
             for (const auto &p : opts.excludes) line += (line.empty() ? "-" : "|-") + p;
             for (const auto &p : opts.includes) line += (line.empty() ? "+" : "|+") + p;
         }
-        if (std::string e = instance->rules.Load(line); !e.empty()) {
-            std::fprintf(stderr, "cgprof: %s; cgprof does not start (it would profile everything)\n", e.c_str());
-            return MRTE_ERROR_ILLEGAL_ARGUMENT;
-        }
-        r = mpi->SetEventGroupFilter(clientId, EG_CALL_GRAPH, instance->rules.CallGraphFilter());
-        if (r != MRTE_RESULT_OK) {
-            std::fprintf(stderr, "cgprof: cannot set the method filter (result %d)\n", int(r));
-            return r;
-        }
+        r = martini::filters::Install(instance->rules, line, *mpi, clientId, EG_CALL_GRAPH, "cgprof");
+        if (r != MRTE_RESULT_OK) return r;
     }
     if (opts.paused) {
         instance->profiler.StartPaused();

@@ -12,6 +12,7 @@
 
 #include "martini/clients/names.h"
 #include "martini/clients/output.h"
+#include "martini/clients/support.h"
 #include "martini/filters/rule_set.h"
 #include "martini/report/profile.h"
 
@@ -68,11 +69,8 @@ std::string ParseOptions(const char *text, Options &o) {
         else if (k == "exact") o.exact = true;
         else if (k == "nolive") o.live = false;
         else if (k == "interval" || k == "depth") {
-            char *end = nullptr;
-            const unsigned long long n = std::strtoull(it.value.c_str(), &end, 10);
-            if (it.value.empty() || *end != '\0' || it.value[0] == '-') {
-                return "option '" + k + "': '" + it.value + "' is not a count";
-            }
+            std::uint64_t n = 0;
+            if (!martini::clients::ParseCount(it.value, n)) return "option '" + k + "': '" + it.value + "' is not a count";
             if (k == "interval") {
                 if (n == 0 || n > 0x7fffffff) return "option 'interval': between 1 and 2147483647 bytes (exact: every allocation)";
                 o.interval = n;
@@ -183,23 +181,7 @@ public:
     HeapProfiler(IMpi &mpi, TId id, Options o) : mpi_(mpi), id_(id), o_(std::move(o)) {}
     const Options &options() const { return o_; }
 
-    HeapTree &Tree(TId threadId) {
-        struct Cache {
-            const HeapProfiler *owner;
-            TId thread;
-            HeapTree *tree;
-        };
-        thread_local Cache cache{nullptr, 0, nullptr};
-        if (cache.owner == this && cache.thread == threadId) return *cache.tree;
-        std::lock_guard lock(mutex_);
-        auto &slot = trees_[threadId];
-        if (!slot) {
-            slot = std::make_unique<HeapTree>();
-            slot->threadId = threadId;
-        }
-        cache = {this, threadId, slot.get()};
-        return *slot;
-    }
+    HeapTree &Tree(TId threadId) { return trees_.Get(threadId); }
 
     void Allocated(const SObjectAllocEventData &d) {
         if (stopped_.load(std::memory_order_relaxed)) return;
@@ -243,9 +225,10 @@ public:
         gcStart_ = 0;
     }
 
-    void SetThreadName(TId threadId, const char *name) {
+    void ThreadStarted(const SThreadStartEventData &d) {
+        if (!(d.validData & DR_THREAD_NAME) || d.szThreadName == nullptr) return;
         std::lock_guard lock(mutex_);
-        threadNames_[threadId] = name;
+        threadNames_[d.threadId] = d.szThreadName;
     }
 
     martini::clients::OutputDirectory &outputDirectory() { return outputDir_; }
@@ -255,8 +238,8 @@ private:
     IMpi &mpi_;
     TId id_;
     Options o_;
-    std::mutex mutex_;
-    std::unordered_map<TId, std::unique_ptr<HeapTree>> trees_;
+    std::mutex mutex_;  // thread names
+    martini::clients::PerThread<HeapTree> trees_;
     std::unordered_map<TId, std::string> threadNames_;
     LiveObjects live_;
     std::atomic<std::uint64_t> samples_{0}, freed_{0};
@@ -295,11 +278,7 @@ void HeapProfiler::Finish() {
     report::Profile p;
     p.tool = "heapprof";
     p.mode = o_.exact ? "exact" : "sampled";
-    SRuntimeInfo runtime;
-    if (mpi_.GetRuntimeInfo(id_, &runtime) == MRTE_RESULT_OK) {
-        p.runtime = runtime.szRuntimeName;
-        if (runtime.szRuntimeVersion[0] != '\0') p.runtime += std::string(" ") + runtime.szRuntimeVersion;
-    }
+    p.runtime = martini::clients::RuntimeName(mpi_, id_);
     p.metrics = {{"alloc_objects", "count"}, {"alloc_space", "bytes"}};
     if (o_.live) {
         p.metrics.push_back({"inuse_objects", "count"});
@@ -333,11 +312,7 @@ void HeapProfiler::Finish() {
         return it->second;
     };
 
-    std::vector<const HeapTree *> ordered;
-    for (const auto &[tid, t] : trees_) ordered.push_back(t.get());
-    std::sort(ordered.begin(), ordered.end(), [](auto *a, auto *b) { return a->threadId < b->threadId; });
-    for (const HeapTree *tc : ordered) {
-        auto &t = const_cast<HeapTree &>(*tc);
+    trees_.ForEachOrdered([&](HeapTree &t) {
         std::lock_guard treeLock(t.mutex);
         report::Tree tree;
         tree.threadId = t.threadId;
@@ -357,7 +332,7 @@ void HeapProfiler::Finish() {
             }
         }
         if (tree.nodes.size() > 1) p.threads.push_back(std::move(tree));
-    }
+    });
     p.Merge();
     std::uint64_t pauseTotal = 0, pauseMax = 0;
     {
@@ -445,77 +420,18 @@ void HeapProfiler::Finish() {
 
 // ---- Observers ------------------------------------------------------------------------
 
-class AllocObserver : public IObjectAllocEventObserver {
-public:
-    explicit AllocObserver(HeapProfiler &p) : p_(p) {}
-    BitSet EventDataTypes() override {
-        return DR_THREAD_ID | DR_OBJECT_ID | DR_CLASS_ID | DR_OBJECT_SIZE | DR_VM_CALL_STACK;
-    }
-    void HandleEvent(SObjectAllocEventData &d) override { p_.Allocated(d); }
-
-private:
-    HeapProfiler &p_;
-};
-
-class FreeObserver : public IObjectFreeEventObserver {
-public:
-    explicit FreeObserver(HeapProfiler &p) : p_(p) {}
-    BitSet EventDataTypes() override { return DR_OBJECT_ID; }
-    void HandleEvent(SObjectFreeEventData &d) override { p_.Freed(d); }
-
-private:
-    HeapProfiler &p_;
-};
-
-class GcStartObserver : public IGcStartEventObserver {
-public:
-    explicit GcStartObserver(HeapProfiler &p) : p_(p) {}
-    BitSet EventDataTypes() override { return DR_CPU_TIMESTAMP; }
-    void HandleEvent(SGcStartEventData &d) override { p_.GcStarted(d); }
-
-private:
-    HeapProfiler &p_;
-};
-
-class GcEndObserver : public IGcEndEventObserver {
-public:
-    explicit GcEndObserver(HeapProfiler &p) : p_(p) {}
-    BitSet EventDataTypes() override { return DR_CPU_TIMESTAMP; }
-    void HandleEvent(SGcEndEventData &d) override { p_.GcEnded(d); }
-
-private:
-    HeapProfiler &p_;
-};
-
-class ThreadStartObserver : public IThreadStartEventObserver {
-public:
-    explicit ThreadStartObserver(HeapProfiler &p) : p_(p) {}
-    BitSet EventDataTypes() override { return DR_THREAD_ID | DR_THREAD_NAME; }
-    void HandleEvent(SThreadStartEventData &d) override {
-        if ((d.validData & DR_THREAD_NAME) && d.szThreadName != nullptr) p_.SetThreadName(d.threadId, d.szThreadName);
-    }
-
-private:
-    HeapProfiler &p_;
-};
-
-class ShutdownObserver : public IVmShutdownEventObserver {
-public:
-    explicit ShutdownObserver(HeapProfiler &p) : p_(p) {}
-    void HandleEvent() override { p_.Finish(); }
-
-private:
-    HeapProfiler &p_;
-};
-
 struct Instance {
     HeapProfiler profiler;
-    AllocObserver alloc{profiler};
-    FreeObserver free{profiler};
-    GcStartObserver gcStart{profiler};
-    GcEndObserver gcEnd{profiler};
-    ThreadStartObserver threadStart{profiler};
-    ShutdownObserver shutdown{profiler};
+    template <class Base, class Data, void (HeapProfiler::*Handler)(const Data &)>
+    using To = martini::clients::Forward<Base, HeapProfiler, Data, Handler>;
+    To<IObjectAllocEventObserver, SObjectAllocEventData, &HeapProfiler::Allocated> alloc{
+        profiler, DR_THREAD_ID | DR_OBJECT_ID | DR_CLASS_ID | DR_OBJECT_SIZE | DR_VM_CALL_STACK};
+    To<IObjectFreeEventObserver, SObjectFreeEventData, &HeapProfiler::Freed> free{profiler, DR_OBJECT_ID};
+    To<IGcStartEventObserver, SGcStartEventData, &HeapProfiler::GcStarted> gcStart{profiler, DR_CPU_TIMESTAMP};
+    To<IGcEndEventObserver, SGcEndEventData, &HeapProfiler::GcEnded> gcEnd{profiler, DR_CPU_TIMESTAMP};
+    To<IThreadStartEventObserver, SThreadStartEventData, &HeapProfiler::ThreadStarted> threadStart{
+        profiler, DR_THREAD_ID | DR_THREAD_NAME};
+    martini::clients::ForwardNoData<IVmShutdownEventObserver, HeapProfiler, &HeapProfiler::Finish> shutdown{profiler};
     martini::clients::OutputDirObserver outputDir{profiler.outputDirectory()};
     martini::filters::RuleSet rules;  // asked once per class, never per allocation
     Instance(IMpi &mpi, TId id, Options o) : profiler(mpi, id, std::move(o)) {}
@@ -524,14 +440,9 @@ struct Instance {
 }  // namespace
 
 extern "C" API_EXPORT TResult MPICL_Instantiate(IMpi *mpi, TId clientId, const char *options) {
-    if (options != nullptr && (std::string(options) == "help" || std::string(options) == "--help")) {
-        std::fputs(kUsage, stderr);
-        return MRTE_ERROR_FAIL;
-    }
     Options o;
-    if (std::string e = ParseOptions(options, o); !e.empty()) {
-        std::fprintf(stderr, "heapprof: %s\n%s", e.c_str(), kUsage);
-        return MRTE_ERROR_ILLEGAL_ARGUMENT;
+    if (TResult r = martini::clients::ParseClientOptions("heapprof", kUsage, options, o, ParseOptions); r != MRTE_RESULT_OK) {
+        return r;
     }
     auto owned = std::make_unique<Instance>(*mpi, clientId, std::move(o));
     Instance *in = owned.get();
@@ -552,15 +463,8 @@ extern "C" API_EXPORT TResult MPICL_Instantiate(IMpi *mpi, TId clientId, const c
     if (!opts.filter.empty() || !opts.includes.empty()) {
         std::string line = opts.filter;
         for (const auto &p : opts.includes) line += (line.empty() ? "+" : "|+") + p;
-        if (std::string e = in->rules.Load(line); !e.empty()) {
-            std::fprintf(stderr, "heapprof: %s; heapprof does not start (it would track every class)\n", e.c_str());
-            return MRTE_ERROR_ILLEGAL_ARGUMENT;
-        }
-        r = mpi->SetEventGroupFilter(clientId, EG_HEAP, in->rules.HeapFilter());
-        if (r != MRTE_RESULT_OK) {
-            std::fprintf(stderr, "heapprof: cannot set the class filter (result %d)\n", int(r));
-            return r;
-        }
+        r = martini::filters::Install(in->rules, line, *mpi, clientId, EG_HEAP, "heapprof");
+        if (r != MRTE_RESULT_OK) return r;
     }
     r = mpi->SetAllocationSamplingInterval(clientId, opts.exact ? 0 : static_cast<unsigned>(opts.interval));
     if (r != MRTE_RESULT_OK && r != MRTE_ERROR_NOT_SUPPORTED) {

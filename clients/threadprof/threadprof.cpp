@@ -10,6 +10,7 @@
 
 #include "martini/clients/names.h"
 #include "martini/clients/output.h"
+#include "martini/clients/support.h"
 #include "martini/filters/rule_set.h"
 #include "martini/report/profile.h"
 
@@ -61,9 +62,8 @@ std::string ParseOptions(const char *text, Options &o) {
             if (it.value.empty()) return "option 'filter' needs rules";
             o.filter = it.value;
         } else if (it.key == "slices") {
-            char *end = nullptr;
-            const unsigned long long n = std::strtoull(it.value.c_str(), &end, 10);
-            if (it.value.empty() || *end != '\0' || it.value[0] == '-') return "option 'slices': '" + it.value + "' is not a count";
+            std::uint64_t n = 0;
+            if (!martini::clients::ParseCount(it.value, n)) return "option 'slices': '" + it.value + "' is not a count";
             o.slices = n;
         } else if (o.out.Parse(it.key, it.value, error)) {
             if (!error.empty()) return error;
@@ -375,8 +375,7 @@ void ThreadProfiler::Finish() {
     report::Profile p;
     p.tool = "threadprof";
     p.mode = "monitors";
-    SRuntimeInfo runtime;
-    if (mpi_.GetRuntimeInfo(id_, &runtime) == MRTE_RESULT_OK) p.runtime = runtime.szRuntimeName;
+    p.runtime = martini::clients::RuntimeName(mpi_, id_);
     p.metrics = {{"blocked", "nanoseconds"}, {"contentions", "count"}, {"waiting", "nanoseconds"}, {"waits", "count"}};
     p.defaultMetric = 0;
     std::map<std::string, std::uint32_t> frameOf;
@@ -467,30 +466,9 @@ void ThreadProfiler::Finish() {
     std::fflush(stderr);
 }
 
-// ---- Observers (one template for the event types that forward to one method) ----------
-
-template <class Base, class Data, void (ThreadProfiler::*Handler)(const Data &)>
-class Forward : public Base {
-public:
-    Forward(ThreadProfiler &p, BitSet wanted) : p_(p), wanted_(wanted) {}
-    BitSet EventDataTypes() override { return wanted_; }
-    void HandleEvent(Data &d) override { (p_.*Handler)(d); }
-
-private:
-    ThreadProfiler &p_;
-    BitSet wanted_;
-};
-
-class ShutdownObserver : public IVmShutdownEventObserver {
-public:
-    explicit ShutdownObserver(ThreadProfiler &p) : p_(p) {}
-    void HandleEvent() override { p_.Finish(); }
-
-private:
-    ThreadProfiler &p_;
-};
-
 struct Instance {
+    template <class Base, class Data, void (ThreadProfiler::*Handler)(const Data &)>
+    using Forward = martini::clients::Forward<Base, ThreadProfiler, Data, Handler>;
     ThreadProfiler profiler;
     Forward<IThreadStartEventObserver, SThreadStartEventData, &ThreadProfiler::ThreadStarted> threadStart{
         profiler, DR_THREAD_ID | DR_THREAD_NAME | DR_THREAD_GROUP | DR_THREAD_PARENT_ID | DR_CPU_TIMESTAMP};
@@ -506,7 +484,7 @@ struct Instance {
         profiler, DR_THREAD_ID | DR_OBJECT_ID | DR_CLASS_ID | DR_MONITOR_TIMEOUT | DR_CPU_TIMESTAMP};
     Forward<IThreadInteractionEventObserver, SThreadInteractionEventData, &ThreadProfiler::Interaction> interaction{
         profiler, DR_THREAD_ID | DR_OBJECT_ID | DR_INTERACTION_TYPE};
-    ShutdownObserver shutdown{profiler};
+    martini::clients::ForwardNoData<IVmShutdownEventObserver, ThreadProfiler, &ThreadProfiler::Finish> shutdown{profiler};
     martini::clients::OutputDirObserver outputDir{profiler.outputDirectory()};
     martini::filters::RuleSet rules;
     Instance(IMpi &mpi, TId id, Options o) : profiler(mpi, id, std::move(o)) {}
@@ -515,14 +493,9 @@ struct Instance {
 }  // namespace
 
 extern "C" API_EXPORT TResult MPICL_Instantiate(IMpi *mpi, TId clientId, const char *options) {
-    if (options != nullptr && (std::string(options) == "help" || std::string(options) == "--help")) {
-        std::fputs(kUsage, stderr);
-        return MRTE_ERROR_FAIL;
-    }
     Options o;
-    if (std::string e = ParseOptions(options, o); !e.empty()) {
-        std::fprintf(stderr, "threadprof: %s\n%s", e.c_str(), kUsage);
-        return MRTE_ERROR_ILLEGAL_ARGUMENT;
+    if (TResult r = martini::clients::ParseClientOptions("threadprof", kUsage, options, o, ParseOptions); r != MRTE_RESULT_OK) {
+        return r;
     }
     auto owned = std::make_unique<Instance>(*mpi, clientId, std::move(o));
     Instance *in = owned.get();
@@ -540,15 +513,8 @@ extern "C" API_EXPORT TResult MPICL_Instantiate(IMpi *mpi, TId clientId, const c
         mpi->RegisterEvent(clientId, *obs);
     }
     if (!in->profiler.options().filter.empty()) {
-        if (std::string e = in->rules.Load(in->profiler.options().filter); !e.empty()) {
-            std::fprintf(stderr, "threadprof: %s; threadprof does not start (it would watch every monitor)\n", e.c_str());
-            return MRTE_ERROR_ILLEGAL_ARGUMENT;
-        }
-        r = mpi->SetEventGroupFilter(clientId, EG_MONITOR, in->rules.MonitorFilter());
-        if (r != MRTE_RESULT_OK) {
-            std::fprintf(stderr, "threadprof: cannot set the monitor filter (result %d)\n", int(r));
-            return r;
-        }
+        r = martini::filters::Install(in->rules, in->profiler.options().filter, *mpi, clientId, EG_MONITOR, "threadprof");
+        if (r != MRTE_RESULT_OK) return r;
     }
     owned.release();
     return MRTE_RESULT_OK;

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -264,6 +265,34 @@ bool RuleSet::AcceptsClass(std::string_view cls) const {
         return r.include;
     }
     return defaultInclude_;
+}
+
+namespace {
+const char *GroupWord(TEventGroup group) {
+    switch (group) {
+        case EG_CALL_GRAPH: return "method";
+        case EG_HEAP: return "class";
+        case EG_MONITOR: return "monitor";
+        default: return "call-site";
+    }
+}
+}  // namespace
+
+TResult Install(RuleSet &rules, std::string_view spec, IMpi &mpi, TId clientId, TEventGroup group, const char *tool) {
+    if (std::string e = rules.Load(spec); !e.empty()) {
+        std::fprintf(stderr, "%s: %s; %s does not start (it would not filter)\n", tool, e.c_str(), tool);
+        return MRTE_ERROR_ILLEGAL_ARGUMENT;
+    }
+    IEventFilter *filter = group == EG_CALL_GRAPH ? static_cast<IEventFilter *>(&rules.CallGraphFilter())
+                           : group == EG_HEAP     ? static_cast<IEventFilter *>(&rules.HeapFilter())
+                           : group == EG_MONITOR  ? static_cast<IEventFilter *>(&rules.MonitorFilter())
+                                                  : static_cast<IEventFilter *>(&rules.ThreadInteractionFilter());
+    const TResult r = mpi.SetEventGroupFilter(clientId, group, *filter);
+    if (r != MRTE_RESULT_OK) {
+        std::fprintf(stderr, "%s: cannot set the %s filter (%s); %s does not start\n", tool, GroupWord(group),
+                     ResultName(r), tool);
+    }
+    return r;
 }
 
 bool RuleSet::CallGraph::ShouldNotify(SCallGraphFilterData &d) {

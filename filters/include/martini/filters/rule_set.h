@@ -120,6 +120,13 @@ private:
     Interaction interaction_{*this};
 };
 
+// Loads `spec` (see RuleSet::Load) into `rules` and sets it as the client's filter
+// for `group` (EG_CALL_GRAPH, EG_HEAP, EG_MONITOR or EG_THREAD_INTERACTION). For
+// MPICL_Instantiate: returns MRTE_RESULT_OK, or prints one line "<tool>: <why>; <tool>
+// does not start" and returns the result to refuse with.
+Martini::MPI::TResult Install(RuleSet &rules, std::string_view spec, Martini::MPI::IMpi &mpi,
+                              Martini::MPI::TId clientId, Martini::MPI::TEventGroup group, const char *tool);
+
 // Checks a pattern; returns "" or why it is not one (empty, blank, control characters).
 std::string CheckPattern(std::string_view pattern);
 

@@ -8,6 +8,7 @@
 
 #include "martini/report/profile.h"
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -15,6 +16,16 @@
 #include <vector>
 
 namespace martini::clients {
+
+// A decimal count (digits only, at most 18 of them).
+inline bool ParseCount(const std::string &text, std::uint64_t &out) {
+    if (text.empty() || text.size() > 18) return false;
+    for (char c : text) {
+        if (c < '0' || c > '9') return false;
+    }
+    out = std::strtoull(text.c_str(), nullptr, 10);
+    return true;
+}
 
 struct OutputOptions {
     std::size_t top = 20;
@@ -31,9 +42,8 @@ struct OutputOptions {
     // else sets `error` when the value is bad.
     bool Parse(const std::string &key, const std::string &value, std::string &error) {
         if (key == "top") {
-            char *end = nullptr;
-            const unsigned long long n = std::strtoull(value.c_str(), &end, 10);
-            if (value.empty() || *end != '\0' || value[0] == '-') error = "option 'top': '" + value + "' is not a count";
+            std::uint64_t n = 0;
+            if (!ParseCount(value, n)) error = "option 'top': '" + value + "' is not a count";
             else top = static_cast<std::size_t>(n);
         } else if (key == "out") {
             if (value.empty()) error = "option 'out' needs a directory";
