@@ -299,4 +299,26 @@ std::optional<std::uint32_t> FindThisInitialized(const ParsedClass &pc, std::spa
     return std::nullopt;
 }
 
+std::string InvokeOwner(const ParsedClass &pc, std::span<const std::uint8_t> code, std::uint32_t off) {
+    Reader r(code, off + 1);
+    const std::uint16_t ref = r.U2();
+    pc.cp.NameAndType(ref);  // checks that it is a member reference
+    return pc.cp.ClassName(pc.cp.U2At(pc.cp.at[ref]));
+}
+
+bool WritesLocal0(std::span<const std::uint8_t> code, const std::vector<Insn> &insns) {
+    for (const Insn &in : insns) {
+        const std::uint8_t op = in.op;
+        if (op == 0x3b || op == 0x3f || op == 0x43 || op == 0x47 || op == 0x4b) return true;  // x-store_0
+        if ((op >= 0x36 && op <= 0x3a) || op == kIinc) {  // x-store index / iinc index const
+            if (code[in.off + 1] == 0) return true;
+        } else if (op == kWide) {
+            const std::uint8_t inner = code[in.off + 1];
+            const bool writes = (inner >= 0x36 && inner <= 0x3a) || inner == kIinc;
+            if (writes && code[in.off + 2] == 0 && code[in.off + 3] == 0) return true;
+        }
+    }
+    return false;
+}
+
 }  // namespace martini::jvm::detail

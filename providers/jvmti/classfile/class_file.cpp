@@ -103,7 +103,8 @@ ParsedClass Parse(std::span<const std::uint8_t> data) {
     pc.cp = ReadConstantPool(r, data);
     pc.decl.majorVersion = pc.major;
     pc.decl.accessFlags = r.U2();
-    pc.decl.internalName = pc.cp.ClassName(r.U2());
+    pc.thisClass = r.U2();
+    pc.decl.internalName = pc.cp.ClassName(pc.thisClass);
     if (const std::uint16_t super = r.U2(); super != 0) pc.decl.superName = pc.cp.ClassName(super);
     r.Skip(2 * std::size_t{r.U2()});  // interfaces
     const std::uint16_t fields = r.U2();

@@ -224,6 +224,7 @@ struct ParsedClass {
     std::span<const std::uint8_t> data;
     std::uint16_t major = 0;
     ConstantPool cp;
+    std::uint16_t thisClass = 0;     // this_class: the class's own Class constant
     std::size_t methodsCountAt = 0;  // offset of methods_count
     std::vector<Method> methods;
     ClassDecl decl;

@@ -23,8 +23,30 @@ struct ProbeRefs {
     std::uint16_t enter = 0, leave = 0, leaveExceptional = 0, throwable = 0;
 };
 
+struct AllocRefs {
+    std::uint16_t method = 0;     // Probes.alloc, or Probes.allocByClassId before version 49
+    std::uint16_t thisClass = 0;  // the class's own Class constant; 0: allocByClassId form
+};
+
 constexpr std::uint32_t kProbeSize = 6;    // push id (3) + invokestatic (3)
 constexpr std::uint32_t kHandlerSize = 7;  // probe + athrow
+// aload_0 (1) + ldc_w class (3) + push id (3) + invokestatic (3); without the class: 7.
+constexpr std::uint32_t kAllocProbeSize = 10, kAllocProbeSizeNoClass = 7;
+// Class files from version 49 may ldc a class constant (JVMS 4.4.1, ldc).
+constexpr std::uint16_t kLdcClassVersion = 49;
+
+// What to insert into one method.
+struct Plan {
+    std::optional<std::int32_t> call;   // enter/leave probe id
+    std::optional<std::int32_t> alloc;  // class probe id, inserted before the instruction at allocAt
+    std::uint32_t allocAt = 0;          // old offset of the instruction after super()
+    std::optional<std::uint32_t> track; // an old instruction offset whose new offset is wanted
+};
+
+struct Rewritten {
+    std::vector<std::uint8_t> codeAttribute;
+    std::int64_t tracked = -1;  // new offset of Plan::track
+};
 
 void EmitProbe(Writer &w, std::int32_t id, std::uint16_t method, PoolAppender &pool) {
     if (id <= 32767) {
@@ -38,14 +60,71 @@ void EmitProbe(Writer &w, std::int32_t id, std::uint16_t method, PoolAppender &p
     w.U2(method);
 }
 
+void EmitAllocProbe(Writer &w, std::int32_t id, const AllocRefs &refs, PoolAppender &pool) {
+    w.U1(kAload0);
+    if (refs.thisClass != 0) {
+        w.U1(kLdcW);
+        w.U2(refs.thisClass);
+    }
+    if (id <= 32767) {
+        w.U1(kSipush);
+        w.U2(static_cast<unsigned>(id));
+    } else {
+        w.U1(kLdcW);
+        w.U2(pool.Integer(id));
+    }
+    w.U1(kInvokestatic);
+    w.U2(refs.method);
+}
+
+const Attribute *FindStackMap(const Code &code) {
+    for (const auto &a : code.attrs) {
+        if (a.name == "StackMapTable") return &a;
+    }
+    return nullptr;
+}
+
+// Where a constructor's super()/this() call is, and which of the two it is.
+struct CtorShape {
+    std::uint32_t initAt = 0;  // old offset of the invokespecial <init> on uninitializedThis
+    bool delegates = false;    // this(...): a constructor of the same class
+};
+
+// Throws SkipMethod when the constructor cannot get an allocation probe safely.
+CtorShape AnalyzeConstructor(const ParsedClass &pc, const Method &m) {
+    const Code code = ReadCode(pc, m.attrs[static_cast<std::size_t>(m.code)]);
+    const std::vector<Insn> insns = Decode(code.bytes);
+    const Attribute *stackMap = FindStackMap(code);
+    const std::vector<Frame> frames = stackMap ? ReadFrames(pc, *stackMap) : std::vector<Frame>{};
+    const std::optional<std::uint32_t> init = FindThisInitialized(pc, code.bytes, insns, frames);
+    if (!init) throw SkipMethod("no super() or this() call found");
+    CtorShape shape;
+    shape.initAt = *init;
+    const std::string owner = InvokeOwner(pc, code.bytes, *init);
+    if (owner == pc.decl.internalName) {
+        shape.delegates = true;
+        return shape;
+    }
+    if (owner != pc.decl.superName) {
+        throw SkipMethod("its <init> call is to " + owner + ", neither this class nor its superclass");
+    }
+    if (WritesLocal0(code.bytes, insns)) {
+        throw SkipMethod("it writes local variable 0, so `this` is not known to be there after super()");
+    }
+    if (std::uint64_t{*init} + 3 >= code.bytes.size()) throw SkipMethod("the code ends at the super() call");
+    return shape;
+}
+
 struct Handler {
     std::uint32_t oldStart, oldEnd;  // covered original code, [start, end)
     bool thisUninitialized;          // constructor code before super()/this()
     std::uint32_t newPc = 0;
 };
 
-std::vector<std::uint8_t> RewriteCode(const ParsedClass &pc, const Method &m, const MethodDecl &d, std::int32_t id,
-                                      PoolAppender &pool, const ProbeRefs &refs) {
+Rewritten RewriteCode(const ParsedClass &pc, const Method &m, const MethodDecl &d, const Plan &plan,
+                      PoolAppender &pool, const ProbeRefs &refs, const AllocRefs &allocRefs) {
+    const bool call = plan.call.has_value();
+    const std::int32_t id = plan.call.value_or(0);
     const Attribute &codeAttr = m.attrs[static_cast<std::size_t>(m.code)];
     const Code code = ReadCode(pc, codeAttr);
     const auto len = static_cast<std::uint32_t>(code.bytes.size());
@@ -87,7 +166,9 @@ std::vector<std::uint8_t> RewriteCode(const ParsedClass &pc, const Method &m, co
     // and javac never emits it). An exception thrown by the super constructor itself
     // therefore escapes the probe; the agent's shadow stack repairs the pairing.
     std::vector<Handler> handlers;
-    if (d.name == "<init>") {
+    if (!call) {
+        // Allocation probe only: no enter/leave, no handlers.
+    } else if (d.name == "<init>") {
         const std::optional<std::uint32_t> init = FindThisInitialized(pc, code.bytes, insns, frames);
         const std::uint32_t split = init.value_or(len);
         // Class files before version 50 are verified by type inference, which does not
@@ -98,18 +179,31 @@ std::vector<std::uint8_t> RewriteCode(const ParsedClass &pc, const Method &m, co
         handlers.push_back({0, len, false});
     }
 
-    // Layout: probes go before every return; branches to a return go to its probe.
+    if (plan.alloc) insnAt(plan.allocAt, "allocation probe position");
+    const std::uint32_t allocSize = allocRefs.thisClass != 0 ? kAllocProbeSize : kAllocProbeSizeNoClass;
+
+    // Layout: probes go before every return; branches to a return go to its probe. The
+    // allocation probe goes before the instruction after super(), ahead of a leave probe
+    // there; branches to that instruction skip it (only the fall-through from super()
+    // runs it).
     auto targetNew = [&](std::int64_t off) -> std::uint32_t {
         const Insn &in = insnAt(off, "target");
         return in.newOff - in.probeBefore;
+    };
+    // Where Martini's own handler ranges start: the allocation probe is covered too.
+    auto handlerStartNew = [&](std::int64_t off) -> std::uint32_t {
+        const Insn &in = insnAt(off, "handler range start");
+        return in.newOff - in.probeBefore - in.allocBefore;
     };
     auto rangeEnd = [&](std::uint32_t off, std::uint32_t codeEnd) { return off == len ? codeEnd : targetNew(off); };
     std::uint32_t codeEnd = 0;
     for (bool again = true; again;) {
         again = false;
-        std::uint32_t pos = kProbeSize;
+        std::uint32_t pos = call ? kProbeSize : 0;
         for (Insn &in : insns) {
-            in.probeBefore = IsReturn(in.op) ? kProbeSize : 0;
+            in.allocBefore = plan.alloc && in.off == plan.allocAt ? allocSize : 0;
+            pos += in.allocBefore;
+            in.probeBefore = call && IsReturn(in.op) ? kProbeSize : 0;
             pos += in.probeBefore;
             in.newOff = pos;
             if (in.op == kTableswitch || in.op == kLookupswitch) {
@@ -134,17 +228,26 @@ std::vector<std::uint8_t> RewriteCode(const ParsedClass &pc, const Method &m, co
     }
     const std::uint64_t total = std::uint64_t{codeEnd} + kHandlerSize * handlers.size();
     if (total > 65535) throw SkipMethod("the instrumented code would exceed the 64 KiB code limit");
-    // The counts and max_stack below are u2s; one more would wrap around.
-    if (code.maxStack == 0xffff) throw SkipMethod("max_stack is 65535; the probes need one more word");
+    // The counts and max_stack below are u2s; one more would wrap around. A call probe
+    // pushes one word (a handler two: the exception and the id); the allocation probe
+    // three, on top of whatever the stack holds after super().
+    const unsigned extraStack = plan.alloc ? 3 : 1;
+    if (code.maxStack + extraStack > 0xffff) {
+        throw SkipMethod("max_stack is " + std::to_string(code.maxStack) + "; the probes need " +
+                         std::to_string(extraStack) + " more words");
+    }
     if (code.exceptions.size() + handlers.size() > 0xffff) throw SkipMethod("the exception table would exceed 65535 entries");
-    if (code.attrs.size() + 1 > 0xffff && needFrames && stackMap == nullptr) {
+    // A method without a StackMapTable needs one only for the handlers' frames.
+    const bool addStackMap = needFrames && stackMap == nullptr && !handlers.empty();
+    if (code.attrs.size() + 1 > 0xffff && addStackMap) {
         throw SkipMethod("a StackMapTable would make more than 65535 Code attributes");
     }
 
     // Code.
     Writer c;
-    EmitProbe(c, id, refs.enter, pool);
+    if (call) EmitProbe(c, id, refs.enter, pool);
     for (const Insn &in : insns) {
+        if (in.allocBefore != 0) EmitAllocProbe(c, *plan.alloc, allocRefs, pool);
         if (in.probeBefore != 0) EmitProbe(c, id, refs.leave, pool);
         const auto rel = [&](std::int64_t target) {
             return static_cast<std::uint32_t>(static_cast<std::int32_t>(std::int64_t{targetNew(target)} - in.newOff));
@@ -189,7 +292,7 @@ std::vector<std::uint8_t> RewriteCode(const ParsedClass &pc, const Method &m, co
     w.U2(codeAttr.nameIndex);
     const std::size_t lengthAt = w.size();
     w.U4(0);
-    w.U2(std::max<unsigned>(code.maxStack + 1u, 2u));  // probe pushes one word; a handler two
+    w.U2(std::max<unsigned>(code.maxStack + extraStack, call ? 2u : 0u));
     w.U2(code.maxLocals);
     w.U4(static_cast<std::uint32_t>(c.size()));
     w.Bytes(c.out);
@@ -204,13 +307,12 @@ std::vector<std::uint8_t> RewriteCode(const ParsedClass &pc, const Method &m, co
     }
     for (const Handler &h : handlers) {
         if (h.oldStart >= h.oldEnd) continue;
-        w.U2(targetNew(h.oldStart));  // old 0 maps after the enter probe
+        w.U2(handlerStartNew(h.oldStart));  // old 0 maps after the enter probe
         w.U2(rangeEnd(h.oldEnd, codeEnd));
         w.U2(h.newPc);
         w.U2(0);  // any Throwable
     }
 
-    const bool addStackMap = needFrames && stackMap == nullptr;
     w.U2(static_cast<unsigned>(code.attrs.size() + (addStackMap ? 1 : 0)));
     auto newInsnOffset = [&](std::uint32_t off) { return insnAt(off, "Uninitialized(offset)").newOff; };
     auto writeFrames = [&](std::uint16_t nameIndex) {
@@ -304,7 +406,10 @@ std::vector<std::uint8_t> RewriteCode(const ParsedClass &pc, const Method &m, co
     }
     if (addStackMap) writeFrames(pool.Utf8("StackMapTable"));
     w.PatchU4(lengthAt, static_cast<std::uint32_t>(w.size() - lengthAt - 4));
-    return w.out;
+    Rewritten out;
+    out.codeAttribute = std::move(w.out);
+    if (plan.track) out.tracked = insnAt(*plan.track, "tracked offset").newOff;
+    return out;
 }
 
 }  // namespace
@@ -324,6 +429,11 @@ InstrumentResult ParseClass(std::span<const std::uint8_t> classBytes) {
 
 InstrumentResult InstrumentClass(std::span<const std::uint8_t> classBytes, const ProbeSelector &select,
                                  const ProbeNames &probes) {
+    return InstrumentClass(classBytes, select, AllocSelector{}, probes);
+}
+
+InstrumentResult InstrumentClass(std::span<const std::uint8_t> classBytes, const ProbeSelector &select,
+                                 const AllocSelector &alloc, const ProbeNames &probes) {
     InstrumentResult result;
     ParsedClass pc;
     try {
@@ -339,18 +449,55 @@ InstrumentResult InstrumentClass(std::span<const std::uint8_t> classBytes, const
     try {
         PoolAppender pool(pc.cp);
         std::optional<ProbeRefs> refs;
+        std::optional<AllocRefs> allocRefs;
         std::vector<std::vector<std::uint8_t>> newCode(pc.methods.size());
+
+        // Allocation probes: only classes that can have instances of their own, and
+        // have a constructor (java/lang/Object has no super() to put the probe after).
+        std::int64_t allocId = kNoProbe;
+        const bool instantiable = (pc.decl.accessFlags & (kAccInterface | kAccAbstract)) == 0 &&
+                                  !pc.decl.superName.empty();
+        const bool hasConstructor = std::any_of(pc.decl.methods.begin(), pc.decl.methods.end(),
+                                                [](const MethodDecl &d) { return d.hasCode && d.name == "<init>"; });
+        if (alloc && instantiable && hasConstructor) {
+            allocId = alloc(pc.decl);
+            if (allocId != kNoProbe && (allocId < 0 || allocId > std::numeric_limits<std::int32_t>::max())) {
+                result.allocSkipped.push_back(pc.decl.internalName + ": class probe id out of range");
+                allocId = kNoProbe;
+            }
+            if (allocId != kNoProbe) result.delegationOffsets.assign(pc.methods.size(), -1);
+        }
+
         for (std::size_t i = 0; i < pc.methods.size(); ++i) {
             const MethodDecl &d = pc.decl.methods[i];
             if (!d.hasCode) continue;
-            const std::int64_t id = select(pc.decl, d);
-            if (id == kNoProbe) continue;
-            if (id < 0 || id > std::numeric_limits<std::int32_t>::max()) {
-                result.skipped.push_back(d.name + d.descriptor + ": probe id out of range");
-                continue;
+            const std::string signature = d.name + d.descriptor;
+            Plan plan;
+            if (select) {
+                const std::int64_t id = select(pc.decl, d);
+                if (id != kNoProbe && (id < 0 || id > std::numeric_limits<std::int32_t>::max())) {
+                    result.skipped.push_back(signature + ": probe id out of range");
+                } else if (id != kNoProbe) {
+                    plan.call = static_cast<std::int32_t>(id);
+                }
             }
+            if (allocId != kNoProbe && d.name == "<init>") {
+                try {
+                    const CtorShape shape = AnalyzeConstructor(pc, pc.methods[i]);
+                    if (shape.delegates) {
+                        result.delegationOffsets[i] = shape.initAt;  // moves if the method is rewritten
+                        plan.track = shape.initAt;
+                    } else {
+                        plan.alloc = static_cast<std::int32_t>(allocId);
+                        plan.allocAt = shape.initAt + 3;
+                    }
+                } catch (const SkipMethod &e) {
+                    result.allocSkipped.push_back(signature + ": " + e.what());
+                }
+            }
+            if (!plan.call && !plan.alloc) continue;
             try {
-                if (!refs) {
+                if (plan.call && !refs) {
                     ProbeRefs r;
                     r.enter = pool.Methodref(probes.owner, probes.enter, "(I)V");
                     r.leave = pool.Methodref(probes.owner, probes.leave, "(I)V");
@@ -358,13 +505,28 @@ InstrumentResult InstrumentClass(std::span<const std::uint8_t> classBytes, const
                     r.throwable = pool.Class("java/lang/Throwable");
                     refs = r;
                 }
-                newCode[i] = RewriteCode(pc, pc.methods[i], d, static_cast<std::int32_t>(id), pool, *refs);
-                ++result.instrumented;
+                if (plan.alloc && !allocRefs) {
+                    AllocRefs r;
+                    if (pc.major >= kLdcClassVersion) {
+                        r.method = pool.Methodref(probes.owner, probes.alloc, "(Ljava/lang/Object;Ljava/lang/Class;I)V");
+                        r.thisClass = pc.thisClass;
+                    } else {
+                        r.method = pool.Methodref(probes.owner, probes.allocByClassId, "(Ljava/lang/Object;I)V");
+                    }
+                    allocRefs = r;
+                }
+                Rewritten rw = RewriteCode(pc, pc.methods[i], d, plan, pool, refs.value_or(ProbeRefs{}),
+                                           allocRefs.value_or(AllocRefs{}));
+                newCode[i] = std::move(rw.codeAttribute);
+                if (plan.track) result.delegationOffsets[i] = rw.tracked;
+                if (plan.call) ++result.instrumented;
+                if (plan.alloc) ++result.allocProbed;
             } catch (const SkipMethod &e) {
-                result.skipped.push_back(d.name + d.descriptor + ": " + e.what());
+                if (plan.call) result.skipped.push_back(signature + ": " + e.what());
+                if (plan.alloc) result.allocSkipped.push_back(signature + ": " + e.what());
             }
         }
-        if (result.instrumented == 0) return result;
+        if (result.instrumented == 0 && result.allocProbed == 0) return result;
 
         Writer w;
         w.Bytes(classBytes.subspan(0, 8));  // magic, minor, major
@@ -392,6 +554,8 @@ InstrumentResult InstrumentClass(std::span<const std::uint8_t> classBytes, const
         result.parsed = false;
         result.changed = false;
         result.instrumented = 0;
+        result.allocProbed = 0;
+        result.delegationOffsets.clear();
         result.bytes.clear();
         result.error = e.what();
     }

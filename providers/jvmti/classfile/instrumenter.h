@@ -1,8 +1,10 @@
-// Class-file rewriting for call-graph events: inserts enter/leave probes into the
-// methods a caller selects, and keeps the class verifiable. No JVM types: the input is
-// the bytes ClassFileLoadHook hands over, the output the bytes to give back.
+// Class-file rewriting for call-graph events (enter/leave probes) and for exact
+// allocation events (allocation probes in constructors); keeps the class verifiable.
+// No JVM types: the input is the bytes ClassFileLoadHook hands over, the output the
+// bytes to give back.
 //
-// For a selected method with id N (a method with code, not native or abstract):
+// Call probes. For a method the ProbeSelector chose, with id N (a method with code,
+// not native or abstract):
 //   - at offset 0:                 push N; invokestatic <probes>.enter(I)V
 //   - before every *return:        push N; invokestatic <probes>.leave(I)V
 //   - a catch-all handler appended after the code, covering all original code:
@@ -11,15 +13,40 @@
 //     exception or frame-pop events). Constructors get two handlers: one for the code
 //     before the super()/this() call (where `this` is uninitialized, which needs its
 //     own stack map frame) and one after it.
+//
+// Allocation probes. The AllocSelector is asked once per class that can have
+// instances (not an interface, not abstract, not java/lang/Object) and has a
+// constructor with code; it returns a class probe id K (0 .. 2^31-1) or kNoProbe.
+// With K, every constructor whose super()/this() call is a call to the SUPER class's
+// <init> gets, right after that invokespecial (where `this` has just become
+// initialized), 10 bytes:
+//                                  aload_0; ldc_w <this class>; push K;
+//                                  invokestatic <probes>.alloc(Ljava/lang/Object;Ljava/lang/Class;I)V
+// (push K is sipush, or ldc_w of an Integer constant past 32767). Class files before
+// version 49 cannot ldc a class constant; there the probe is 7 bytes,
+//                                  aload_0; push K; invokestatic <probes>.allocByClassId(Ljava/lang/Object;I)V
+// and the runtime compares the object's class itself. Constructors that delegate with
+// this(...) get no allocation probe: the constructor they reach does (so an object is
+// reported once, by its most-derived class's constructor: Probes.alloc reports only
+// when o.getClass() is the class passed in). For those, InstrumentResult's
+// `delegationOffsets` gives the offset of the this(...) call in the output code, so a
+// stack walk can tell a delegation frame from a constructor that allocates another
+// object of its own class. A constructor can get an allocation probe without call
+// probes, or both (the allocation probe then lies inside the post-super() catch-all
+// range and after the enter probe). A constructor that writes local 0 (so `this` is
+// not known to be in it), or whose super() call cannot be found, is reported in
+// `allocSkipped` and gets no allocation probe.
+//
 // Branch offsets, switch padding, the exception table, StackMapTable (including
 // Uninitialized(offset) types), LineNumberTable, LocalVariableTable and
 // LocalVariableTypeTable are remapped; `goto` is widened to `goto_w` when a jump no
 // longer fits. A method that cannot be rewritten safely (code would exceed 64 KiB, a
 // conditional branch would overflow, type annotations on code, an unknown attribute
-// inside Code) is left byte-for-byte alone and reported in `skipped`. A class that does
-// not parse is returned unchanged with the reason; the caller counts it. Unselected
-// methods and every other part of the class are copied unchanged; a class with no
-// selected method comes back identical (`changed` false).
+// inside Code) is left byte-for-byte alone and reported in `skipped` (it was to get
+// call probes) and/or `allocSkipped` (it was to get an allocation probe). A class
+// that does not parse is returned unchanged with the reason; the caller counts it.
+// Unselected methods and every other part of the class are copied unchanged; a class
+// with nothing selected comes back identical (`changed` false).
 #pragma once
 
 #include <cstdint>
@@ -64,18 +91,25 @@ struct ClassDecl {
     std::vector<MethodDecl> methods;
 };
 
-// Where the probes live: a class with three static methods taking the method id.
+// Where the probes live: a class with three static methods taking the method id, and
+// two taking the new object and the class probe id.
 struct ProbeNames {
     std::string owner = "martini/runtime/Probes";
     std::string enter = "enter";
     std::string leave = "leave";
     std::string leaveExceptional = "leaveExceptional";
+    std::string alloc = "alloc";                    // (Ljava/lang/Object;Ljava/lang/Class;I)V
+    std::string allocByClassId = "allocByClassId";  // (Ljava/lang/Object;I)V, class files < 49
 };
 
 inline constexpr std::int64_t kNoProbe = -1;
 
 // Called once per method with code; returns the probe id (0 .. 2^31-1) or kNoProbe.
 using ProbeSelector = std::function<std::int64_t(const ClassDecl &, const MethodDecl &)>;
+
+// Called at most once per class (see the header comment for which classes); returns
+// the class probe id (0 .. 2^31-1) or kNoProbe.
+using AllocSelector = std::function<std::int64_t(const ClassDecl &)>;
 
 struct InstrumentResult {
     bool parsed = false;       // false: `error` says why; `bytes` is empty
@@ -84,7 +118,14 @@ struct InstrumentResult {
     std::string error;
     ClassDecl decl;
     std::vector<std::string> skipped;  // "name descriptor: reason" per method left alone
-    unsigned instrumented = 0;         // methods that got probes
+    unsigned instrumented = 0;         // methods that got call probes
+    // Allocation probes (only when an AllocSelector chose the class):
+    unsigned allocProbed = 0;               // constructors that got an allocation probe
+    std::vector<std::string> allocSkipped;  // "name descriptor: reason" per constructor that did not
+    // Per method of `decl` (same index): for a constructor that delegates with
+    // this(...), the offset of that invokespecial in the output code; -1 otherwise.
+    // Filled only for classes that got an allocation probe id (else empty).
+    std::vector<std::int64_t> delegationOffsets;
 };
 
 // Parses the class and declares what it has (no rewriting).
@@ -93,5 +134,10 @@ InstrumentResult ParseClass(std::span<const std::uint8_t> classBytes);
 // Parses, asks `select` about each method with code, and rewrites the chosen ones.
 InstrumentResult InstrumentClass(std::span<const std::uint8_t> classBytes, const ProbeSelector &select,
                                  const ProbeNames &probes = {});
+
+// The same, and asks `alloc` about the class for allocation probes. Either selector
+// may be empty: no call probes, or no allocation probes.
+InstrumentResult InstrumentClass(std::span<const std::uint8_t> classBytes, const ProbeSelector &select,
+                                 const AllocSelector &alloc, const ProbeNames &probes = {});
 
 }  // namespace martini::jvm

@@ -1,9 +1,11 @@
 // The class-file reader/rewriter's promises (instrumenter.h), checked on classes javac
-// compiled at build time (MARTINI_TEST_CLASSES: Sample.java and the generated
-// LargeMethods.java) and on malformed variants of them: an unselected class comes back
-// unchanged, a malformed class is rejected with a reason and never crashes or reads
-// out of bounds, rewritten output parses again, and methods past the class file's
-// limits are left alone while a back edge that no longer fits becomes goto_w.
+// compiled at build time (MARTINI_TEST_CLASSES: Sample.java, AllocSample.java and the
+// generated LargeMethods.java) and on malformed variants of them: an unselected class
+// comes back unchanged, a malformed class is rejected with a reason and never crashes
+// or reads out of bounds, rewritten output parses again, methods past the class file's
+// limits are left alone while a back edge that no longer fits becomes goto_w, and
+// allocation probes go right after the super() call of exactly the constructors that
+// make one.
 #include "instrumenter.h"
 
 #include <gtest/gtest.h>
@@ -61,6 +63,12 @@ struct SelectAll {
 };
 
 std::int64_t SelectNone(const ClassDecl &, const MethodDecl &) { return kNoProbe; }
+
+// Allocation probes for every class asked about, ids 1000, 1001, ...
+struct AllocAll {
+    std::int64_t next = 1000;
+    std::int64_t operator()(const ClassDecl &) { return next++; }
+};
 
 const MethodDecl *FindMethod(const ClassDecl &c, const std::string &name, const std::string &desc) {
     for (const auto &m : c.methods) {
@@ -263,7 +271,10 @@ std::string CheckInstrumentResult(const InstrumentResult &r) {
     }
     if (!r.changed) return r.bytes.empty() ? "" : "unchanged but returned bytes";
     if (r.bytes.empty()) return "changed but no bytes";
-    if (r.instrumented == 0) return "changed but nothing instrumented";
+    if (r.instrumented == 0 && r.allocProbed == 0) return "changed but nothing instrumented";
+    if (!r.delegationOffsets.empty() && r.delegationOffsets.size() != r.decl.methods.size()) {
+        return "delegationOffsets does not have one entry per method";
+    }
     const InstrumentResult again = ParseClass(r.bytes);
     if (!again.parsed) return "output does not parse: " + again.error;
     if (Signatures(again.decl) != Signatures(r.decl)) return "output declares other methods";
@@ -368,6 +379,7 @@ TEST(Classfile, MutatedClassNeverCrashes) {
     REQUIRE_CLASSES();
     std::vector<Bytes> seeds;
     for (const auto &file : SampleClassFiles()) seeds.push_back(ReadFile(file));
+    for (const auto &e : fs::directory_iterator(kClasses / "alloc")) seeds.push_back(ReadFile(e.path()));
     std::mt19937 rng(20261122);  // fixed: the same mutants on every run
     constexpr int kMutants = 20000;
     static const std::uint8_t kInteresting[] = {0x00, 0x01, 0x02, 0x7f, 0x80, 0xff, 0xfe, 0x10, 0x40, 0xa7, 0xc8};
@@ -379,13 +391,16 @@ TEST(Classfile, MutatedClassNeverCrashes) {
             const std::size_t at = rng() % m.size();
             m[at] = rng() % 2 ? static_cast<std::uint8_t>(rng()) : kInteresting[rng() % std::size(kInteresting)];
         }
-        const InstrumentResult r = InstrumentClass(m, SelectAll{});
+        // Every other mutant also gets allocation probes.
+        const bool alloc = i % 2 == 1;
+        const InstrumentResult r = alloc ? InstrumentClass(m, SelectAll{}, AllocAll{}) : InstrumentClass(m, SelectAll{});
         std::string problem = CheckInstrumentResult(r);
         // A class the reader rejects is never instrumented.
         if (problem.empty() && !ParseClass(m).parsed && r.parsed) problem = "ParseClass rejects what InstrumentClass took";
         if (problem.empty() && r.changed) {
             // The rewriter's own output goes through it again.
-            problem = CheckInstrumentResult(InstrumentClass(r.bytes, SelectAll{}));
+            problem = CheckInstrumentResult(alloc ? InstrumentClass(r.bytes, SelectAll{}, AllocAll{})
+                                                  : InstrumentClass(r.bytes, SelectAll{}));
             if (!problem.empty()) problem = "instrumenting the output again: " + problem;
         }
         parsed += r.parsed ? 1 : 0;
@@ -722,4 +737,400 @@ TEST(Classfile, FullConstantPoolLeavesTheMethodAloneAndTheOutputWellFormed) {
     EXPECT_NE(r.skipped[0].find("constant pool is full"), std::string::npos) << r.skipped[0];
     EXPECT_EQ(r.bytes[8] << 8 | r.bytes[9], 65535);
     EXPECT_EQ(CheckInstrumentResult(r), "");
+}
+
+// ---- Allocation probes (exact allocation mode) ----------------------------------------
+
+namespace {
+
+// The parts of a class the allocation tests look at, read with a walker independent of
+// the rewriter's (well-formed input only).
+struct TestMethod {
+    std::string name, descriptor;
+    unsigned maxStack = 0;
+    Bytes code;
+    std::vector<std::array<unsigned, 4>> exceptions;  // start, end, handler, type
+};
+struct TestClass {
+    std::vector<std::uint8_t> tags;
+    std::vector<std::string> utf8;
+    std::vector<std::array<unsigned, 2>> refs;  // Class: {name}; member refs and NameAndType: {a, b}
+    std::vector<std::int32_t> ints;
+    unsigned thisClass = 0;
+    std::vector<TestMethod> methods;
+
+    std::string ClassName(unsigned i) const { return tags.at(i) == 7 ? utf8.at(refs.at(i)[0]) : "?"; }
+    // "owner.name descriptor" of a Methodref.
+    std::string Member(unsigned i) const {
+        if (tags.at(i) != 10) return "?";
+        const auto nat = refs.at(refs.at(i)[1]);
+        return ClassName(refs.at(i)[0]) + "." + utf8.at(nat[0]) + utf8.at(nat[1]);
+    }
+    const TestMethod *Find(const std::string &name, const std::string &desc) const {
+        for (const auto &m : methods) {
+            if (m.name == name && m.descriptor == desc) return &m;
+        }
+        return nullptr;
+    }
+};
+
+TestClass ReadTestClass(const Bytes &b) {
+    TestClass c;
+    std::size_t p = 8;
+    auto u1 = [&] { return b.at(p++); };
+    auto u2 = [&] {
+        const unsigned v = b.at(p) << 8 | b.at(p + 1);
+        p += 2;
+        return v;
+    };
+    auto u4 = [&] {
+        const std::uint32_t hi = u2();
+        return hi << 16 | u2();
+    };
+    const unsigned count = u2();
+    c.tags.assign(count, 0);
+    c.utf8.assign(count, "");
+    c.refs.assign(count, {0, 0});
+    c.ints.assign(count, 0);
+    for (unsigned i = 1; i < count; ++i) {
+        const std::uint8_t tag = c.tags[i] = u1();
+        if (tag == 1) {
+            const unsigned n = u2();
+            c.utf8[i].assign(b.begin() + static_cast<std::ptrdiff_t>(p), b.begin() + static_cast<std::ptrdiff_t>(p + n));
+            p += n;
+        } else if (tag == 5 || tag == 6) {
+            p += 8;
+            ++i;
+        } else if (tag == 7 || tag == 8 || tag == 16 || tag == 19 || tag == 20) {
+            c.refs[i][0] = u2();
+        } else if (tag == 15) {
+            p += 3;
+        } else if (tag == 3) {
+            c.ints[i] = static_cast<std::int32_t>(u4());
+        } else {
+            c.refs[i][0] = u2();
+            c.refs[i][1] = u2();
+        }
+    }
+    p += 2;
+    c.thisClass = u2();
+    p += 2;
+    p += 2 * std::size_t{u2()};
+    auto skipAttributes = [&] {
+        for (unsigned n = u2(); n > 0; --n) {
+            p += 2;
+            p += u4();
+        }
+    };
+    for (unsigned n = u2(); n > 0; --n) {
+        p += 6;
+        skipAttributes();
+    }
+    for (unsigned n = u2(); n > 0; --n) {
+        TestMethod m;
+        p += 2;
+        m.name = c.utf8.at(u2());
+        m.descriptor = c.utf8.at(u2());
+        for (unsigned a = u2(); a > 0; --a) {
+            const std::string &aname = c.utf8.at(u2());
+            const std::uint32_t len = u4();
+            const std::size_t end = p + len;
+            if (aname == "Code") {
+                m.maxStack = u2();
+                p += 2;
+                const std::uint32_t codeLen = u4();
+                m.code.assign(b.begin() + static_cast<std::ptrdiff_t>(p), b.begin() + static_cast<std::ptrdiff_t>(p + codeLen));
+                p += codeLen;
+                for (unsigned e = u2(); e > 0; --e) {
+                    std::array<unsigned, 4> entry{};
+                    for (auto &v : entry) v = u2();
+                    m.exceptions.push_back(entry);
+                }
+            }
+            p = end;
+        }
+        c.methods.push_back(std::move(m));
+    }
+    return c;
+}
+
+std::size_t MethodIndex(const ClassDecl &d, const std::string &name, const std::string &desc) {
+    for (std::size_t i = 0; i < d.methods.size(); ++i) {
+        if (d.methods[i].name == name && d.methods[i].descriptor == desc) return i;
+    }
+    ADD_FAILURE() << "no method " << name << desc;
+    return 0;
+}
+
+// Offset of the first invokespecial (javac's super()/this() call in these constructors).
+std::size_t FirstInvokespecial(const Bytes &code) {
+    for (std::size_t i = 0; i < code.size(); ++i) {
+        if (code[i] == 0xb7) return i;
+    }
+    ADD_FAILURE() << "no invokespecial";
+    return 0;
+}
+
+unsigned U2At(const Bytes &b, std::size_t at) { return b.at(at) << 8 | b.at(at + 1); }
+
+constexpr const char *kAllocProbe = "martini/runtime/Probes.alloc(Ljava/lang/Object;Ljava/lang/Class;I)V";
+constexpr const char *kAllocByClassIdProbe = "martini/runtime/Probes.allocByClassId(Ljava/lang/Object;I)V";
+
+// Checks the 10-byte allocation probe at `at`: aload_0; ldc_w <this class>; sipush id;
+// invokestatic Probes.alloc.
+void ExpectAllocProbe(const TestClass &c, const Bytes &code, std::size_t at, unsigned id) {
+    ASSERT_GE(code.size(), at + 10);
+    EXPECT_EQ(code[at], 0x2a) << "aload_0";
+    EXPECT_EQ(code[at + 1], 0x13) << "ldc_w";
+    EXPECT_EQ(U2At(code, at + 2), c.thisClass) << "the class's own Class constant";
+    EXPECT_EQ(code[at + 4], 0x11) << "sipush";
+    EXPECT_EQ(U2At(code, at + 5), id);
+    EXPECT_EQ(code[at + 7], 0xb8) << "invokestatic";
+    EXPECT_EQ(c.Member(U2At(code, at + 8)), kAllocProbe);
+}
+
+// A crafted class with the constructor `code` (max_stack 1, one local).
+Bytes CraftedConstructorClass(std::uint16_t major, Bytes code) {
+    ClassBuilder b(major);
+    const std::uint16_t object = b.Class("java/lang/Object");
+    Bytes nat = {12};
+    ClassBuilder::U2(nat, b.Utf8("<init>"));
+    ClassBuilder::U2(nat, b.Utf8("()V"));
+    const std::uint16_t natIndex = b.Raw(nat);
+    Bytes ref = {10};
+    ClassBuilder::U2(ref, object);
+    ClassBuilder::U2(ref, natIndex);
+    const std::uint16_t init = b.Raw(ref);
+    for (std::size_t i = 0; i + 2 < code.size(); ++i) {  // patch the invokespecial's index
+        if (code[i] == 0xb7 && code[i + 1] == 0xff && code[i + 2] == 0xff) {
+            code[i + 1] = static_cast<std::uint8_t>(init >> 8);
+            code[i + 2] = static_cast<std::uint8_t>(init);
+        }
+    }
+    ClassBuilder::Method m;
+    m.name = "<init>";
+    m.descriptor = "()V";
+    m.access = kAccPublic;
+    m.code = code;
+    b.Add(m);
+    return b.Build();
+}
+
+}  // namespace
+
+TEST(Classfile, AllocProbeFollowsTheSuperCallOfEachConstructorThatMakesOne) {
+    REQUIRE_CLASSES();
+    const Bytes original = LoadClass("alloc/AllocSample$B");
+    int asked = 0;
+    const InstrumentResult r = InstrumentClass(original, ProbeSelector{}, [&](const ClassDecl &d) -> std::int64_t {
+        ++asked;
+        EXPECT_EQ(d.internalName, "alloc/AllocSample$B");
+        return 7;
+    });
+    ASSERT_TRUE(r.changed) << r.error;
+    EXPECT_EQ(CheckInstrumentResult(r), "");
+    EXPECT_EQ(asked, 1) << "the selector is asked once per class";
+    EXPECT_EQ(r.instrumented, 0u) << "no call probes without a ProbeSelector";
+    EXPECT_EQ(r.allocProbed, 1u) << "B() calls super(int); B(String) delegates with this()";
+    EXPECT_TRUE(r.allocSkipped.empty()) << r.allocSkipped.front();
+    const TestClass before = ReadTestClass(original), after = ReadTestClass(r.bytes);
+    EXPECT_EQ(after.ClassName(after.thisClass), "alloc/AllocSample$B");
+
+    // B() { super(2); b = 3; }: the probe sits right after invokespecial A.<init>(I)V.
+    const Bytes &o = before.Find("<init>", "()V")->code;
+    const Bytes &n = after.Find("<init>", "()V")->code;
+    const std::size_t call = FirstInvokespecial(o);
+    EXPECT_EQ(before.Member(U2At(o, call + 1)), "alloc/AllocSample$A.<init>(I)V");
+    ASSERT_EQ(n.size(), o.size() + 10);
+    EXPECT_TRUE(std::equal(o.begin(), o.begin() + static_cast<std::ptrdiff_t>(call + 3), n.begin()));
+    ExpectAllocProbe(after, n, call + 3, 7);
+    EXPECT_TRUE(std::equal(o.begin() + static_cast<std::ptrdiff_t>(call + 3), o.end(),
+                           n.begin() + static_cast<std::ptrdiff_t>(call + 13)));
+    EXPECT_EQ(after.Find("<init>", "()V")->maxStack, before.Find("<init>", "()V")->maxStack + 3);
+
+    // B(String) { this(); ... }: left as it is; its this() call site is reported.
+    const Bytes &delegating = before.Find("<init>", "(Ljava/lang/String;)V")->code;
+    EXPECT_EQ(after.Find("<init>", "(Ljava/lang/String;)V")->code, delegating);
+    ASSERT_EQ(r.delegationOffsets.size(), r.decl.methods.size());
+    const std::size_t d = MethodIndex(r.decl, "<init>", "(Ljava/lang/String;)V");
+    const auto offset = static_cast<std::size_t>(r.delegationOffsets[d]);
+    ASSERT_EQ(delegating.at(offset), 0xb7);
+    EXPECT_EQ(before.Member(U2At(delegating, offset + 1)), "alloc/AllocSample$B.<init>()V");
+    EXPECT_EQ(r.delegationOffsets[MethodIndex(r.decl, "<init>", "()V")], -1);
+}
+
+TEST(Classfile, AllocAndCallProbesTogetherInOneConstructor) {
+    REQUIRE_CLASSES();
+    // Looper(int k) { super(); do { n++; } while (n < k); }: the loop's back edge
+    // targets the instruction right after super(), which must not rerun the probe.
+    const Bytes original = LoadClass("alloc/AllocSample$Looper");
+    const InstrumentResult r = InstrumentClass(original, SelectAll{}, [](const ClassDecl &) -> std::int64_t { return 9; });
+    ASSERT_TRUE(r.changed) << r.error;
+    EXPECT_EQ(CheckInstrumentResult(r), "");
+    EXPECT_EQ(r.allocProbed, 1u);
+    EXPECT_EQ(r.instrumented, 1u);
+    const TestClass before = ReadTestClass(original), after = ReadTestClass(r.bytes);
+    const TestMethod &om = *before.Find("<init>", "(I)V"), &nm = *after.Find("<init>", "(I)V");
+    const std::size_t call = FirstInvokespecial(om.code);
+    ASSERT_EQ(call, 1u);  // aload_0; invokespecial Object.<init>
+    // enter probe (6) + aload_0 + invokespecial, then the allocation probe.
+    EXPECT_EQ(nm.code[0], 0x11);
+    EXPECT_EQ(after.Member(U2At(nm.code, 4)), "martini/runtime/Probes.enter(I)V");
+    const std::size_t probeAt = 6 + call + 3;
+    ExpectAllocProbe(after, nm.code, probeAt, 9);
+    // The back edge (if_icmplt) goes to the first instruction after the probe.
+    std::optional<std::size_t> backEdge;
+    for (std::size_t i = probeAt + 10; i < nm.code.size(); ++i) {
+        if (nm.code[i] == 0xa1) backEdge = i;  // javac's only if_icmplt here
+    }
+    ASSERT_TRUE(backEdge);
+    const auto delta = static_cast<std::int16_t>(U2At(nm.code, *backEdge + 1));
+    EXPECT_EQ(static_cast<std::int64_t>(*backEdge) + delta, static_cast<std::int64_t>(probeAt + 10));
+    // Two catch-all handlers: before super() (from after the enter probe to the call),
+    // and after it, which covers the allocation probe too.
+    ASSERT_EQ(nm.exceptions.size(), 2u);
+    EXPECT_EQ(nm.exceptions[0][0], 6u);
+    EXPECT_EQ(nm.exceptions[0][1], 6 + call);
+    EXPECT_EQ(nm.exceptions[1][0], probeAt);
+    EXPECT_EQ(nm.exceptions[1][3], 0u);
+    EXPECT_EQ(nm.maxStack, om.maxStack + 3);
+    EXPECT_TRUE(r.delegationOffsets.empty() || r.delegationOffsets[MethodIndex(r.decl, "<init>", "(I)V")] == -1);
+}
+
+TEST(Classfile, DelegationOffsetIsInTheRewrittenCode) {
+    REQUIRE_CLASSES();
+    // A(int x) { this(); a = x; } with call probes: the this() call moves by the enter probe.
+    const InstrumentResult r = InstrumentClass(LoadClass("alloc/AllocSample$A"), SelectAll{}, AllocAll{});
+    ASSERT_TRUE(r.changed) << r.error;
+    const TestClass after = ReadTestClass(r.bytes);
+    const Bytes &code = after.Find("<init>", "(I)V")->code;
+    const auto offset = static_cast<std::size_t>(r.delegationOffsets.at(MethodIndex(r.decl, "<init>", "(I)V")));
+    EXPECT_GE(offset, 6u);
+    ASSERT_EQ(code.at(offset), 0xb7);
+    EXPECT_EQ(after.Member(U2At(code, offset + 1)), "alloc/AllocSample$A.<init>()V");
+    EXPECT_EQ(r.allocProbed, 1u);  // A() only
+}
+
+TEST(Classfile, ClassesThatCannotHaveInstancesOfTheirOwnAreNotAsked) {
+    REQUIRE_CLASSES();
+    for (const std::string name : {"alloc/AllocSample$Shape", "sample/Sample$Shape"}) {  // abstract; interface
+        const Bytes bytes = LoadClass(name);
+        bool asked = false;
+        const InstrumentResult r = InstrumentClass(bytes, ProbeSelector{}, [&](const ClassDecl &) -> std::int64_t {
+            asked = true;
+            return 1;
+        });
+        EXPECT_TRUE(r.parsed) << r.error;
+        EXPECT_FALSE(asked) << name;
+        EXPECT_FALSE(r.changed) << name;
+    }
+    // kNoProbe: the class comes back unchanged.
+    const InstrumentResult none = InstrumentClass(LoadClass("alloc/AllocSample$C"), ProbeSelector{},
+                                                  [](const ClassDecl &) { return kNoProbe; });
+    EXPECT_TRUE(none.parsed);
+    EXPECT_FALSE(none.changed);
+    EXPECT_TRUE(none.delegationOffsets.empty());
+}
+
+TEST(Classfile, AllocProbeIdPast32767IsAnIntegerConstant) {
+    REQUIRE_CLASSES();
+    const InstrumentResult r = InstrumentClass(LoadClass("alloc/AllocSample$C"), ProbeSelector{},
+                                               [](const ClassDecl &) -> std::int64_t { return 40000; });
+    ASSERT_TRUE(r.changed) << r.error;
+    const TestClass after = ReadTestClass(r.bytes);
+    const Bytes &code = after.Find("<init>", "()V")->code;
+    const std::size_t at = FirstInvokespecial(code) + 3;
+    EXPECT_EQ(code.at(at + 4), 0x13) << "ldc_w";
+    EXPECT_EQ(after.tags.at(U2At(code, at + 5)), 3) << "an Integer constant";
+    EXPECT_EQ(after.ints.at(U2At(code, at + 5)), 40000);
+    EXPECT_EQ(after.Member(U2At(code, at + 8)), kAllocProbe);
+}
+
+TEST(Classfile, ClassFilesBefore49UseAllocByClassId) {
+    // aload_0; invokespecial Object.<init>; return
+    const Bytes code = {0x2a, 0xb7, 0xff, 0xff, 0xb1};
+    for (const std::uint16_t major : {45, 48, 49, 50}) {
+        const Bytes bytes = CraftedConstructorClass(major, code);
+        const InstrumentResult r = InstrumentClass(bytes, ProbeSelector{}, [](const ClassDecl &) -> std::int64_t { return 5; });
+        ASSERT_TRUE(r.changed) << major << ": " << r.error;
+        EXPECT_EQ(CheckInstrumentResult(r), "");
+        const TestClass after = ReadTestClass(r.bytes);
+        const TestMethod &m = *after.Find("<init>", "()V");
+        if (major < 49) {
+            // aload_0; sipush 5; invokestatic allocByClassId: no class constant.
+            ASSERT_EQ(m.code.size(), code.size() + 7) << major;
+            EXPECT_EQ(m.code[4], 0x2a);
+            EXPECT_EQ(m.code[5], 0x11);
+            EXPECT_EQ(U2At(m.code, 6), 5u);
+            EXPECT_EQ(m.code[8], 0xb8);
+            EXPECT_EQ(after.Member(U2At(m.code, 9)), kAllocByClassIdProbe);
+        } else {
+            ASSERT_EQ(m.code.size(), code.size() + 10) << major;
+            ExpectAllocProbe(after, m.code, 4, 5);
+        }
+        EXPECT_EQ(m.code.back(), 0xb1);
+        EXPECT_EQ(m.maxStack, 1u + 3u);
+    }
+}
+
+TEST(Classfile, ConstructorThatWritesLocalZeroGetsNoAllocProbe) {
+    // aload_0; invokespecial Object.<init>; aconst_null; astore_0; return: after the
+    // probe point local 0 is still `this`, but Martini does not follow the flow of
+    // local 0, so any write to it rules the probe out.
+    const Bytes bytes = CraftedConstructorClass(50, {0x2a, 0xb7, 0xff, 0xff, 0x01, 0x4b, 0xb1});
+    const InstrumentResult r = InstrumentClass(bytes, ProbeSelector{}, [](const ClassDecl &) -> std::int64_t { return 5; });
+    ASSERT_TRUE(r.parsed) << r.error;
+    EXPECT_FALSE(r.changed);
+    ASSERT_EQ(r.allocSkipped.size(), 1u);
+    EXPECT_EQ(r.allocSkipped[0].rfind("<init>()V: ", 0), 0u) << r.allocSkipped[0];
+    EXPECT_NE(r.allocSkipped[0].find("local variable 0"), std::string::npos) << r.allocSkipped[0];
+
+    // With call probes it still gets those.
+    const InstrumentResult both = InstrumentClass(bytes, SelectAll{}, [](const ClassDecl &) -> std::int64_t { return 5; });
+    EXPECT_TRUE(both.changed) << both.error;
+    EXPECT_EQ(both.instrumented, 1u);
+    EXPECT_EQ(both.allocProbed, 0u);
+    EXPECT_EQ(both.allocSkipped.size(), 1u);
+}
+
+TEST(Classfile, ConstructorWithMaxStackNearTheLimitGetsNoAllocProbe) {
+    // A constructor with max_stack 65533: one call probe word fits, three do not.
+    Bytes bytes = CraftedConstructorClass(50, {0x2a, 0xb7, 0xff, 0xff, 0xb1});
+    const TestClass c = ReadTestClass(bytes);
+    ASSERT_EQ(c.methods.size(), 1u);
+    // max_stack is the first u2 of the Code attribute body: find it by its value 1
+    // right before max_locals 1 and code length 5.
+    const Bytes pattern = {0, 1, 0, 1, 0, 0, 0, 5};
+    const auto it = std::search(bytes.begin(), bytes.end(), pattern.begin(), pattern.end());
+    ASSERT_NE(it, bytes.end());
+    it[0] = 0xff;
+    it[1] = 0xfd;
+    const InstrumentResult r = InstrumentClass(bytes, ProbeSelector{}, [](const ClassDecl &) -> std::int64_t { return 5; });
+    ASSERT_TRUE(r.parsed) << r.error;
+    EXPECT_FALSE(r.changed);
+    ASSERT_EQ(r.allocSkipped.size(), 1u);
+    EXPECT_NE(r.allocSkipped[0].find("max_stack"), std::string::npos) << r.allocSkipped[0];
+    const InstrumentResult calls = InstrumentClass(bytes, SelectAll{});
+    EXPECT_TRUE(calls.changed) << "call probes alone still fit";
+}
+
+TEST(Classfile, EverySampleClassWithAllocProbesParsesAgain) {
+    REQUIRE_CLASSES();
+    for (const std::string dir : {"alloc", "sample"}) {
+        for (const auto &e : fs::directory_iterator(kClasses / dir)) {
+            const Bytes bytes = ReadFile(e.path());
+            for (const bool calls : {false, true}) {
+                const InstrumentResult r = calls ? InstrumentClass(bytes, SelectAll{}, AllocAll{})
+                                                 : InstrumentClass(bytes, ProbeSelector{}, AllocAll{});
+                ASSERT_TRUE(r.parsed) << e.path() << ": " << r.error;
+                EXPECT_TRUE(r.allocSkipped.empty()) << e.path() << ": " << r.allocSkipped.front();
+                EXPECT_TRUE(r.skipped.empty()) << e.path() << ": " << r.skipped.front();
+                EXPECT_EQ(CheckInstrumentResult(r), "") << e.path();
+                if (r.changed) {
+                    const InstrumentResult again = InstrumentClass(r.bytes, SelectAll{}, AllocAll{});
+                    EXPECT_EQ(CheckInstrumentResult(again), "") << e.path();
+                }
+            }
+        }
+    }
 }

@@ -1,12 +1,15 @@
 // martini-instrument: rewrites the .class files of a directory the way the JVM agent
 // does at class load, for testing the rewriter with the JVM's own verifier.
 //
-//   martini-instrument [--prefix P]... IN_DIR OUT_DIR ID_MAP
+//   martini-instrument [--prefix P]... [--alloc] [--no-calls] IN_DIR OUT_DIR ID_MAP
 //
 // Every method with code of every class under IN_DIR (whose name starts with one of
-// the --prefix values, when given) gets probes; ids are given in file order and
-// written to ID_MAP as "id<TAB>class<TAB>method<TAB>descriptor". Classes nobody wants
-// are copied byte-for-byte. Exit 0 unless a file cannot be read or written.
+// the --prefix values, when given) gets call probes (not with --no-calls); ids are
+// given in file order and written to ID_MAP as "id<TAB>class<TAB>method<TAB>descriptor".
+// With --alloc every such class also gets allocation probes in its constructors, with
+// a class probe id from the same sequence, written as "id<TAB>class<TAB><alloc><TAB>-".
+// Classes nobody wants are copied byte-for-byte. Exit 0 unless a file cannot be read
+// or written.
 #include "instrumenter.h"
 
 #include <algorithm>
@@ -21,16 +24,21 @@ namespace fs = std::filesystem;
 
 int main(int argc, char **argv) {
     std::vector<std::string> prefixes, positional;
+    bool allocProbes = false, callProbes = true;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         if (a == "--prefix" && i + 1 < argc) {
             prefixes.push_back(argv[++i]);
+        } else if (a == "--alloc") {
+            allocProbes = true;
+        } else if (a == "--no-calls") {
+            callProbes = false;
         } else {
             positional.push_back(a);
         }
     }
     if (positional.size() != 3) {
-        std::fprintf(stderr, "usage: martini-instrument [--prefix P]... IN_DIR OUT_DIR ID_MAP\n");
+        std::fprintf(stderr, "usage: martini-instrument [--prefix P]... [--alloc] [--no-calls] IN_DIR OUT_DIR ID_MAP\n");
         return 1;
     }
     const fs::path in = positional[0], out = positional[1];
@@ -41,24 +49,39 @@ int main(int argc, char **argv) {
     }
     std::sort(files.begin(), files.end());
     std::int64_t nextId = 1;
-    unsigned classes = 0, methods = 0, skipped = 0;
+    unsigned classes = 0, methods = 0, skipped = 0, constructors = 0;
     for (const auto &f : files) {
         std::ifstream is(f, std::ios::binary);
         std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(is)), {});
+        auto wanted = [&](const martini::jvm::ClassDecl &c) {
+            bool yes = prefixes.empty();
+            for (const auto &p : prefixes) yes |= c.internalName.rfind(p, 0) == 0;
+            return yes;
+        };
         auto select = [&](const martini::jvm::ClassDecl &c, const martini::jvm::MethodDecl &m) -> std::int64_t {
-            bool wanted = prefixes.empty();
-            for (const auto &p : prefixes) wanted |= c.internalName.rfind(p, 0) == 0;
-            if (!wanted) return martini::jvm::kNoProbe;
+            if (!wanted(c)) return martini::jvm::kNoProbe;
             const std::int64_t id = nextId++;
             map << id << '\t' << c.internalName << '\t' << m.name << '\t' << m.descriptor << '\n';
             return id;
         };
-        const auto r = martini::jvm::InstrumentClass(bytes, select);
+        auto selectAlloc = [&](const martini::jvm::ClassDecl &c) -> std::int64_t {
+            if (!wanted(c)) return martini::jvm::kNoProbe;
+            const std::int64_t id = nextId++;
+            map << id << '\t' << c.internalName << "\t<alloc>\t-\n";
+            return id;
+        };
+        const auto r = martini::jvm::InstrumentClass(
+            bytes, callProbes ? martini::jvm::ProbeSelector(select) : martini::jvm::ProbeSelector{},
+            allocProbes ? martini::jvm::AllocSelector(selectAlloc) : martini::jvm::AllocSelector{});
         if (!r.parsed) std::fprintf(stderr, "martini-instrument: %s: not instrumented: %s\n", f.c_str(), r.error.c_str());
         for (const auto &s : r.skipped) std::fprintf(stderr, "martini-instrument: %s: left alone: %s\n", f.c_str(), s.c_str());
+        for (const auto &s : r.allocSkipped) {
+            std::fprintf(stderr, "martini-instrument: %s: no allocation probe: %s\n", f.c_str(), s.c_str());
+        }
         classes += r.changed ? 1 : 0;
         methods += r.instrumented;
-        skipped += static_cast<unsigned>(r.skipped.size());
+        constructors += r.allocProbed;
+        skipped += static_cast<unsigned>(r.skipped.size() + r.allocSkipped.size());
         const fs::path dest = out / fs::relative(f, in);
         fs::create_directories(dest.parent_path());
         std::ofstream os(dest, std::ios::binary);
@@ -69,7 +92,9 @@ int main(int argc, char **argv) {
             return 1;
         }
     }
-    std::fprintf(stderr, "martini-instrument: %u classes rewritten, %u methods instrumented, %u left alone\n", classes,
-                 methods, skipped);
+    std::fprintf(stderr,
+                 "martini-instrument: %u classes rewritten, %u methods instrumented, %u constructors with allocation "
+                 "probes, %u left alone\n",
+                 classes, methods, constructors, skipped);
     return 0;
 }

@@ -1,9 +1,15 @@
 package martini.runtime;
 
+import java.util.Collections;
+import java.util.IdentityHashMap;
+import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicLongArray;
 
 // Test stand-in for the agent's native probes: counts per method id and checks, per
-// thread, that every leave pairs with the innermost enter. Prints its findings at exit.
+// thread, that every leave pairs with the innermost enter; counts the objects each
+// allocation probe reports, and objects reported more than once. Prints its findings
+// at exit.
 public final class Probes {
     private static final int MAX = 1 << 16;
     private static final AtomicLongArray ENTERS = new AtomicLongArray(MAX);
@@ -12,6 +18,11 @@ public final class Probes {
     private static final AtomicLongArray VIOLATIONS = new AtomicLongArray(1);
     private static final ThreadLocal<int[]> STACK = ThreadLocal.withInitial(() -> new int[4096]);
     private static final ThreadLocal<int[]> DEPTH = ThreadLocal.withInitial(() -> new int[1]);
+    private static final AtomicLongArray ALLOCS = new AtomicLongArray(MAX);
+    private static final AtomicLongArray DUPLICATES = new AtomicLongArray(1);
+    private static final Map<Object, Boolean> SEEN = Collections.synchronizedMap(new IdentityHashMap<>());
+    // allocByClassId (class files before version 49): "id<TAB>runtime class" -> count
+    private static final Map<String, Long> BY_ID = Collections.synchronizedMap(new TreeMap<>());
 
     static {
         Runtime.getRuntime().addShutdownHook(new Thread(Probes::report));
@@ -35,6 +46,21 @@ public final class Probes {
         pop(id);
     }
 
+    // The agent's Probes.alloc, with the native part counting.
+    public static void alloc(Object o, Class<?> c, int classId) {
+        if (o.getClass() == c) allocated(o, classId);
+    }
+
+    private static void allocated(Object o, int classId) {
+        ALLOCS.incrementAndGet(classId);
+        if (SEEN.put(o, Boolean.TRUE) != null) DUPLICATES.incrementAndGet(0);
+    }
+
+    // The agent compares the classes natively; here the test script does, by name.
+    public static void allocByClassId(Object o, int classId) {
+        BY_ID.merge(classId + "\t" + o.getClass().getName().replace('.', '/'), 1L, Long::sum);
+    }
+
     private static void pop(int id) {
         int[] depth = DEPTH.get();
         if (depth[0] == 0 || STACK.get()[depth[0] - 1] != id) {
@@ -52,6 +78,15 @@ public final class Probes {
             if (e != 0 || l != 0 || x != 0) sb.append("probe\t").append(id).append('\t').append(e).append('\t')
                     .append(l).append('\t').append(x).append('\n');
         }
+        for (int id = 0; id < MAX; id++) {
+            if (ALLOCS.get(id) != 0) sb.append("alloc\t").append(id).append('\t').append(ALLOCS.get(id)).append('\n');
+        }
+        synchronized (BY_ID) {
+            for (Map.Entry<String, Long> e : BY_ID.entrySet()) {
+                sb.append("allocById\t").append(e.getKey()).append('\t').append(e.getValue()).append('\n');
+            }
+        }
+        sb.append("duplicates\t").append(DUPLICATES.get(0)).append('\n');
         sb.append("violations\t").append(VIOLATIONS.get(0)).append('\n');
         System.out.print(sb);
         System.out.flush();
