@@ -29,6 +29,10 @@ using namespace Martini::MPI;
 
 core::Core *gCore = nullptr;
 bool gCallGraph = false;  // some client observes MethodEnter/MethodLeave
+// Bytecode instrumentation is on: for the call graph, or for exact allocation mode
+// (allocation probes in constructors). Either needs ClassFileLoadHook, retransformation,
+// martini-probes.jar on the bootstrap class path and the probes' natives.
+bool gInstrument = false;
 jclass gProbesClass = nullptr;
 jobject gProbesModule = nullptr;  // the bootstrap class path's unnamed module
 jmethodID gGetModule = nullptr;   // Class.getModule()
@@ -111,14 +115,15 @@ std::string ReadJsonConfig(const std::string &path, std::vector<core::ClientSpec
 // ---- JVMTI callbacks: each forwards to the provider or raises one event. ----------------
 
 void JNICALL OnVmInit(jvmtiEnv *jvmti, JNIEnv *jni, jthread) {
-    if (gCallGraph) {
+    if (gInstrument) {
         // The probes' natives, and every named module's readability of the bootstrap
         // class path's unnamed module (where martini.runtime.Probes lives), before any
         // instrumented code can run.
         jclass probes = jni->FindClass("martini/runtime/Probes");
         if (probes == nullptr) {
             jni->ExceptionClear();
-            Log("cannot load martini.runtime.Probes (martini-probes.jar next to the agent?): no call-graph events");
+            Log("cannot load martini.runtime.Probes (martini-probes.jar next to the agent?): no call-graph or exact "
+                "allocation events");
         } else {
             static JNINativeMethod natives[] = {
                 {const_cast<char *>("enter"), const_cast<char *>("(I)V"),
@@ -127,12 +132,32 @@ void JNICALL OnVmInit(jvmtiEnv *jvmti, JNIEnv *jni, jthread) {
                  reinterpret_cast<void *>(+[](JNIEnv *env, jclass, jint id) { gProvider->Leave(env, id, false); })},
                 {const_cast<char *>("leaveExceptional"), const_cast<char *>("(I)V"),
                  reinterpret_cast<void *>(+[](JNIEnv *env, jclass, jint id) { gProvider->Leave(env, id, true); })},
+                // Exact allocation mode: Probes.alloc calls `allocated` only for the
+                // object's own class; allocByClassId (class files before version 49)
+                // leaves that check to the agent.
+                {const_cast<char *>("allocated"), const_cast<char *>("(Ljava/lang/Object;I)V"),
+                 reinterpret_cast<void *>(+[](JNIEnv *env, jclass, jobject o, jint id) {
+                     gProvider->Allocated(env, o, id, false);
+                 })},
+                {const_cast<char *>("allocByClassId"), const_cast<char *>("(Ljava/lang/Object;I)V"),
+                 reinterpret_cast<void *>(+[](JNIEnv *env, jclass, jobject o, jint id) {
+                     gProvider->Allocated(env, o, id, true);
+                 })},
             };
             gProbesClass = static_cast<jclass>(jni->NewGlobalRef(probes));
-            if (jni->RegisterNatives(probes, natives, 3) != 0) {
+            if (jni->RegisterNatives(probes, natives, sizeof natives / sizeof natives[0]) != 0) {
                 jni->ExceptionClear();
-                Log("cannot bind martini.runtime.Probes natives: no call-graph events");
+                Log("cannot bind martini.runtime.Probes natives: no call-graph or exact allocation events");
             } else {
+                // An allocation stack starts in these; the provider leaves them off.
+                std::vector<jmethodID> probeMethods;
+                for (const auto &[name, sig] : {std::pair{"alloc", "(Ljava/lang/Object;Ljava/lang/Class;I)V"},
+                                                std::pair{"allocated", "(Ljava/lang/Object;I)V"},
+                                                std::pair{"allocByClassId", "(Ljava/lang/Object;I)V"}}) {
+                    if (jmethodID m = jni->GetStaticMethodID(probes, name, sig)) probeMethods.push_back(m);
+                    jni->ExceptionClear();
+                }
+                gProvider->SetProbeMethods(std::move(probeMethods));
                 jclass classClass = jni->FindClass("java/lang/Class");
                 gGetModule = jni->GetMethodID(classClass, "getModule", "()Ljava/lang/Module;");
                 jobject probesModule = jni->CallObjectMethod(probes, gGetModule);
@@ -162,6 +187,10 @@ void JNICALL OnVmInit(jvmtiEnv *jvmti, JNIEnv *jni, jthread) {
                             JVMTI_ERROR_NONE) {
                         for (jclass c : modifiable) jvmti->RetransformClasses(1, &c);  // one bad class, not all
                     }
+                    // Their methods' jmethodIDs to the records declared just now (they
+                    // were prepared before ClassPrepare events came), so stacks name
+                    // the same methods the probes do.
+                    for (jclass c : modifiable) gProvider->OnClassPrepare(jni, c);
                     jvmti->Deallocate(reinterpret_cast<unsigned char *>(classes));
                 }
             }
@@ -187,12 +216,14 @@ void JNICALL OnVmDeath(jvmtiEnv *, JNIEnv *) {
     gCore->SetLive(false);
     const auto &s = gProvider->GetStats();
     const auto d = gCore->GetDiagnostics();
-    if (s.classesUnparsable || s.methodsLeftAlone || d.handlerFailures || d.filterFailures) {
+    if (s.classesUnparsable || s.methodsLeftAlone || s.constructorsWithoutAllocProbe || d.handlerFailures ||
+        d.filterFailures) {
         std::fprintf(stderr,
-                     "martini: %llu classes could not be parsed, %llu methods left alone, %llu handler and %llu "
-                     "filter failures contained\n",
+                     "martini: %llu classes could not be parsed, %llu methods left alone, %llu constructors without "
+                     "allocation probe, %llu handler and %llu filter failures contained\n",
                      (unsigned long long)s.classesUnparsable.load(), (unsigned long long)s.methodsLeftAlone.load(),
-                     (unsigned long long)d.handlerFailures, (unsigned long long)d.filterFailures);
+                     (unsigned long long)s.constructorsWithoutAllocProbe.load(), (unsigned long long)d.handlerFailures,
+                     (unsigned long long)d.filterFailures);
     }
 }
 
@@ -200,8 +231,8 @@ void JNICALL OnClassFileLoadHook(jvmtiEnv *jvmti, JNIEnv *jni, jclass redefined,
                                  jobject, jint length, const unsigned char *data, jint *newLength,
                                  unsigned char **newData) {
     if (gProvider->Dead() || length <= 0) return;
-    std::vector<std::uint8_t> out = gProvider->OnClassFile(
-        jni, loader, name, {data, static_cast<std::size_t>(length)}, redefined != nullptr);
+    std::vector<std::uint8_t> out =
+        gProvider->OnClassFile(jni, loader, name, {data, static_cast<std::size_t>(length)}, redefined);
     if (out.empty()) return;
     unsigned char *buffer = nullptr;
     if (jvmti->Allocate(static_cast<jlong>(out.size()), &buffer) != JVMTI_ERROR_NONE) return;
@@ -245,28 +276,12 @@ void JNICALL OnGcFinish(jvmtiEnv *) {
     gCore->Raise<IGcEndEventObserver>(d);
 }
 
+// Sampled allocation mode. (Exact mode: the allocation probes, Probes.allocated.)
 void JNICALL OnSampledObjectAlloc(jvmtiEnv *, JNIEnv *jni, jthread, jobject object, jclass klass, jlong size) {
     const TId classId = gProvider->ClassIdOf(jni, klass);
     const ClientMask mask = gProvider->InterestOf(classId, EG_HEAP);
     if (mask == 0) return;
-    SObjectAllocEventData d;
-    d.threadId = gProvider->ContextOf(jni).id;
-    d.objectId = gProvider->TagOf(jni, object, true);
-    d.classId = classId;
-    d.uiObjectSize = static_cast<std::uint64_t>(size);
-    d.validData = DR_THREAD_ID | DR_OBJECT_ID | DR_CLASS_ID | DR_OBJECT_SIZE;
-    gProvider->RememberObject(d.objectId, {classId, d.uiObjectSize, {}});
-    std::vector<SStackEntry> stack;
-    if (gCore->RequestedData(EV_OBJECT_ALLOC) & DR_VM_CALL_STACK) {
-        core::ThreadFacts t;
-        if (gProvider->DescribeThread(d.threadId, DR_VM_CALL_STACK, 0, t) == MRTE_RESULT_OK) {
-            stack = std::move(t.stack);
-            d.stackTrace.entries = stack.data();
-            d.stackTrace.uiSize = d.stackTrace.uiActualSize = static_cast<unsigned>(stack.size());
-            d.validData |= DR_VM_CALL_STACK;
-        }
-    }
-    gCore->Raise<IObjectAllocEventObserver>(d, mask);
+    gProvider->RaiseObjectAlloc(jni, object, classId, mask, static_cast<std::uint64_t>(size), false);
 }
 
 void JNICALL OnObjectFree(jvmtiEnv *, jlong tag) {
@@ -414,11 +429,15 @@ jint Load(JavaVM *vm, const char *options) {
     // the JVM even when no event is enabled).
     auto wants = [](TEventType e) { return gCore->HasObservers(e); };
     gCallGraph = wants(EV_METHOD_ENTER) || wants(EV_METHOD_LEAVE);
-    const bool classes = gCallGraph || wants(EV_CLASS_LOAD) || wants(EV_NEW_METHOD);
+    // The clients asked for their allocation sampling interval in MPICL_Instantiate:
+    // interval 0 (every allocation) means exact mode, decided now, before any class loads.
+    const bool exactAllocations = gProvider->DecideAllocationMode(wants(EV_OBJECT_ALLOC));
+    gInstrument = gCallGraph || exactAllocations;
+    const bool classes = gInstrument || wants(EV_CLASS_LOAD) || wants(EV_NEW_METHOD);
     jvmtiCapabilities caps{};
     caps.can_get_line_numbers = 1;
     caps.can_get_source_file_name = 1;
-    if (gCallGraph) {
+    if (gInstrument) {
         caps.can_retransform_classes = 1;
         caps.can_retransform_any_class = 1;
     }
@@ -429,7 +448,8 @@ jint Load(JavaVM *vm, const char *options) {
     caps.can_get_thread_cpu_time = 1;
     if (wants(EV_GC_START) || wants(EV_GC_END)) caps.can_generate_garbage_collection_events = 1;
     if (wants(EV_OBJECT_ALLOC) || wants(EV_OBJECT_FREE)) {
-        caps.can_generate_sampled_object_alloc_events = 1;
+        // Exact mode never enables SampledObjectAlloc: the allocation probes report.
+        if (!exactAllocations) caps.can_generate_sampled_object_alloc_events = 1;
         caps.can_tag_objects = 1;
     }
     if (wants(EV_OBJECT_FREE)) caps.can_generate_object_free_events = 1;
@@ -479,11 +499,12 @@ jint Load(JavaVM *vm, const char *options) {
         enable(JVMTI_EVENT_CLASS_FILE_LOAD_HOOK);
         enable(JVMTI_EVENT_CLASS_PREPARE);
     }
-    if (gCallGraph) {
+    if (gInstrument) {
         const std::string jar = agentDir + "/martini-probes.jar";
         if (jvmti->AddToBootstrapClassLoaderSearch(jar.c_str()) != JVMTI_ERROR_NONE) {
-            Log("cannot add " + jar + " to the bootstrap class path: no call-graph events");
+            Log("cannot add " + jar + " to the bootstrap class path: no call-graph or exact allocation events");
             gCallGraph = false;
+            gInstrument = false;
         }
     }
     return JNI_OK;

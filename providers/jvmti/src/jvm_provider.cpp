@@ -90,18 +90,6 @@ EThreadState StateFromJvmti(jint s) {
 
 }  // namespace
 
-TId MethodTable::Add() {
-    const TId i = size_;
-    if (i >= kChunkSize * kChunks) return 0;
-    if (chunks_[i / kChunkSize].load(std::memory_order_relaxed) == nullptr) {
-        // Published with release: a probe that reads the id (from code the JVM loads
-        // after this returns) sees a constructed chunk.
-        chunks_[i / kChunkSize].store(new MethodRecord[kChunkSize], std::memory_order_release);
-    }
-    ++size_;
-    return i + 1;
-}
-
 // ---- core::Provider ------------------------------------------------------------------
 
 core::RuntimeDescription JvmProvider::Describe() const {
@@ -139,7 +127,11 @@ void JvmProvider::OnEventDemandChanged(TEventType event, bool wanted) noexcept {
     switch (event) {
         case EV_GC_START: set(JVMTI_EVENT_GARBAGE_COLLECTION_START); break;
         case EV_GC_END: set(JVMTI_EVENT_GARBAGE_COLLECTION_FINISH); break;
-        case EV_OBJECT_ALLOC: set(JVMTI_EVENT_SAMPLED_OBJECT_ALLOC); break;
+        case EV_OBJECT_ALLOC:
+            // Exact mode: the allocation probes are in the code already; Allocated
+            // checks the demand.
+            if (!exactAllocations_) set(JVMTI_EVENT_SAMPLED_OBJECT_ALLOC);
+            break;
         case EV_OBJECT_FREE: set(JVMTI_EVENT_OBJECT_FREE); break;
         case EV_MONITOR_WAIT: set(JVMTI_EVENT_MONITOR_WAIT); break;
         case EV_MONITOR_WAITED: set(JVMTI_EVENT_MONITOR_WAITED); break;
@@ -172,7 +164,8 @@ std::string JvmProvider::ClassKey(JNIEnv *jni, jobject loader, const std::string
 }
 
 std::vector<std::uint8_t> JvmProvider::OnClassFile(JNIEnv *jni, jobject loader, const char *name,
-                                                   std::span<const std::uint8_t> bytes, bool redefining) {
+                                                   std::span<const std::uint8_t> bytes, jclass redefined) {
+    const bool redefining = redefined != nullptr;
     // The probes' own package is never probed.
     if (name == nullptr || std::strncmp(name, "martini/runtime/", 16) == 0) return {};
     stats_.classesSeen.fetch_add(1, std::memory_order_relaxed);
@@ -240,8 +233,27 @@ std::vector<std::uint8_t> JvmProvider::OnClassFile(JNIEnv *jni, jobject loader, 
         r->callGraph = core_->CallGraphInterest(ids[i], data);
         return r->callGraph != 0 ? static_cast<std::int64_t>(ids[i]) : kNoProbe;
     };
+    // Exact allocation mode: the heap filters are asked once per class that can have
+    // instances and has a constructor (the rewriter decides which), and its
+    // constructors get allocation probes when some client wants the class.
+    TId allocProbe = 0;
+    auto selectAlloc = [&](const ClassDecl &decl) -> std::int64_t {
+        declare(decl);
+        if (!instrumenting || classId == 0) return kNoProbe;
+        // java.lang.Object is never probed (see above; it has no super() either).
+        if (decl.internalName == "java/lang/Object") return kNoProbe;
+        const ClientMask mask = InterestOf(classId, EG_HEAP);
+        if (mask == 0) return kNoProbe;
+        const std::int64_t probe = AllocProbeFor(classId, mask);
+        if (probe != kNoProbe) allocProbe = static_cast<TId>(probe);
+        return probe;
+    };
     const bool wantsCalls = core_->HasObservers(EV_METHOD_ENTER) || core_->HasObservers(EV_METHOD_LEAVE);
-    InstrumentResult result = wantsCalls ? InstrumentClass(bytes, select) : ParseClass(bytes);
+    const bool wantsAllocs = exactAllocations_;
+    InstrumentResult result = wantsCalls || wantsAllocs
+                                  ? InstrumentClass(bytes, wantsCalls ? ProbeSelector(select) : ProbeSelector{},
+                                                    wantsAllocs ? AllocSelector(selectAlloc) : AllocSelector{})
+                                  : ParseClass(bytes);
     if (!result.parsed) {
         stats_.classesUnparsable.fetch_add(1, std::memory_order_relaxed);
         std::fprintf(stderr, "martini: class %s left as it is: cannot parse it: %s\n", name, result.error.c_str());
@@ -251,6 +263,25 @@ std::vector<std::uint8_t> JvmProvider::OnClassFile(JNIEnv *jni, jobject loader, 
     for (const std::string &s : result.skipped) {
         stats_.methodsLeftAlone.fetch_add(1, std::memory_order_relaxed);
         std::fprintf(stderr, "martini: %s.%s; the method is left as it is (no call events)\n", name, s.c_str());
+    }
+    for (const std::string &s : result.allocSkipped) {
+        stats_.constructorsWithoutAllocProbe.fetch_add(1, std::memory_order_relaxed);
+        std::fprintf(stderr, "martini: %s.%s; no allocation probe (objects it constructs are not reported)\n", name,
+                     s.c_str());
+    }
+    stats_.constructorsAllocProbed.fetch_add(result.allocProbed, std::memory_order_relaxed);
+    // Delegating constructors' this(...) call sites, for the allocation stacks. Set
+    // before the class's code reaches the JVM.
+    for (std::size_t i = 0; i < result.delegationOffsets.size() && i < ids.size(); ++i) {
+        if (MethodRecord *r = methods_.Get(ids[i])) {
+            r->delegationBci.store(static_cast<std::int32_t>(result.delegationOffsets[i]), std::memory_order_relaxed);
+        }
+    }
+    if (allocProbe != 0 && redefined != nullptr && jni != nullptr) {
+        AllocRecord *a = allocs_.Get(allocProbe);
+        if (a != nullptr && a->klass.load(std::memory_order_acquire) == nullptr) {
+            a->klass.store(jni->NewWeakGlobalRef(redefined), std::memory_order_release);
+        }
     }
     if (result.changed) {
         stats_.classesInstrumented.fetch_add(1, std::memory_order_relaxed);
@@ -333,6 +364,10 @@ void JvmProvider::OnClassPrepare(JNIEnv *jni, jclass klass) {
     auto found = classByKey_.find(ClassKey(jni, loader, InternalFromSignature(sig.p)));
     if (found != classByKey_.end()) {
         const ClassRecord &cls = *classes_[found->second - 1];
+        // Exact allocation mode: the class itself, for probes that cannot pass it.
+        if (AllocRecord *a = allocs_.Get(cls.allocProbe); a != nullptr && a->klass.load(std::memory_order_acquire) == nullptr) {
+            a->klass.store(jni->NewWeakGlobalRef(klass), std::memory_order_release);
+        }
         for (jint i = 0; i < count; ++i) {
             JvmtiString name(jvmti_), desc(jvmti_);
             if (jvmti_->GetMethodName(jmethods[i], &name.p, &desc.p, nullptr) != JVMTI_ERROR_NONE) continue;
@@ -585,6 +620,137 @@ void JvmProvider::Leave(JNIEnv *jni, std::int32_t id, bool exceptional) noexcept
     }
 }
 
+// ---- Exact allocation mode -------------------------------------------------------------
+
+std::int64_t JvmProvider::AllocProbeFor(TId classId, ClientMask heapInterest) {
+    std::lock_guard lock(mutex_);
+    if (classId == 0 || classId > classes_.size()) return kNoProbe;
+    ClassRecord &cls = *classes_[classId - 1];
+    if (cls.allocProbe == 0) {
+        const TId id = allocs_.Add();
+        if (id == 0) return kNoProbe;  // table full: the class's objects are not reported
+        AllocRecord &a = *allocs_.Get(id);
+        a.classId = classId;
+        a.heapInterest = heapInterest;
+        cls.allocProbe = id;
+    }
+    return static_cast<std::int64_t>(cls.allocProbe);
+}
+
+void JvmProvider::Allocated(JNIEnv *jni, jobject object, std::int32_t allocProbe, bool checkClass) noexcept {
+    if (dead_.load(std::memory_order_relaxed) || object == nullptr) return;  // after VmShutdown
+    if (!core_->IsEnabled(EV_OBJECT_ALLOC)) return;
+    const AllocRecord *a = allocs_.Get(static_cast<TId>(allocProbe));
+    if (a == nullptr) return;
+    if (checkClass) {
+        // Only the most-derived class's constructor reports the object.
+        jweak klass = a->klass.load(std::memory_order_acquire);
+        if (klass == nullptr) return;
+        jclass actual = jni->GetObjectClass(object);
+        const bool same = jni->IsSameObject(actual, klass);
+        jni->DeleteLocalRef(actual);
+        if (!same) return;
+    }
+    jlong size = 0;
+    if (jvmti_->GetObjectSize(object, &size) != JVMTI_ERROR_NONE) size = 0;
+    RaiseObjectAlloc(jni, object, a->classId, a->heapInterest, static_cast<std::uint64_t>(size), true);
+}
+
+void JvmProvider::RaiseObjectAlloc(JNIEnv *jni, jobject object, TId classId, ClientMask mask, std::uint64_t size,
+                                   bool fromProbe) {
+    SObjectAllocEventData d;
+    d.threadId = ContextOf(jni).id;
+    d.objectId = TagOf(jni, object, true);
+    d.classId = classId;
+    d.uiObjectSize = size;
+    d.validData = DR_THREAD_ID | DR_OBJECT_ID | DR_CLASS_ID | DR_OBJECT_SIZE;
+    // The record answers GetObjectInfo and ObjectFree. In exact mode it is kept only
+    // when some client observes ObjectFree, which removes it: otherwise every object
+    // ever allocated would stay in the table.
+    if (!fromProbe || core_->HasObservers(EV_OBJECT_FREE)) RememberObject(d.objectId, {classId, d.uiObjectSize, {}});
+    const BitSet wanted = core_->RequestedData(EV_OBJECT_ALLOC);
+    std::vector<SStackEntry> stack;
+    if (fromProbe && (wanted & (DR_VM_CALL_STACK | DR_ALLOC_LOCATION))) {
+        // The frames above the allocating method (probes, constructors) are at most a
+        // handful unless constructors delegate deeply; 32 leave room for that.
+        stack = AllocatingStack(classId, (wanted & DR_VM_CALL_STACK) ? 4096 : 32);
+        if (!stack.empty() && (wanted & DR_ALLOC_LOCATION)) {
+            d.allocMethodId = stack[0].methodId;
+            d.uiAllocLocation = stack[0].uiLocation;
+            d.validData |= DR_ALLOC_LOCATION;
+        }
+        if (!(wanted & DR_VM_CALL_STACK)) {
+            stack.clear();
+        } else if (!stack.empty()) {
+            d.validData |= DR_VM_CALL_STACK;
+        }
+    } else if (!fromProbe && (wanted & DR_VM_CALL_STACK)) {
+        // SampledObjectAlloc is posted in the allocating method itself.
+        core::ThreadFacts t;
+        if (DescribeThread(d.threadId, DR_VM_CALL_STACK, 0, t) == MRTE_RESULT_OK && (t.given & DR_VM_CALL_STACK)) {
+            stack = std::move(t.stack);
+            d.validData |= DR_VM_CALL_STACK;
+        }
+    }
+    if (d.validData & DR_VM_CALL_STACK) {
+        d.stackTrace.entries = stack.data();
+        d.stackTrace.uiSize = d.stackTrace.uiActualSize = static_cast<unsigned>(stack.size());
+    }
+    core_->Raise<IObjectAllocEventObserver>(d, mask);
+}
+
+bool JvmProvider::IsConstructorOf(TId methodId, TId classId) {
+    const MethodRecord *m = methods_.Get(methodId);
+    if (m == nullptr || m->name != "<init>") return false;
+    if (m->classId == classId) return true;
+    // A method declared from JVMTI (its jmethodID was never bound to the record made at
+    // ClassFileLoadHook) has a class record of its own: compare the names.
+    std::lock_guard lock(mutex_);
+    if (m->classId == 0 || m->classId > classes_.size() || classId == 0 || classId > classes_.size()) return false;
+    return classes_[m->classId - 1]->internalName == classes_[classId - 1]->internalName;
+}
+
+std::vector<SStackEntry> JvmProvider::AllocatingStack(TId classId, jint maxFrames) {
+    thread_local std::vector<jvmtiFrameInfo> frames;
+    frames.resize(static_cast<std::size_t>(maxFrames));
+    jint count = 0;
+    std::vector<SStackEntry> out;
+    if (jvmti_->GetStackTrace(nullptr, 0, maxFrames, frames.data(), &count) != JVMTI_ERROR_NONE) return out;
+    jint i = 0;
+    // Probes.allocated (native) and Probes.alloc, or Probes.allocByClassId.
+    while (i < count && std::find(probeMethods_.begin(), probeMethods_.end(), frames[static_cast<std::size_t>(i)].method) !=
+                            probeMethods_.end()) {
+        ++i;
+    }
+    // The constructor that reported: the most-derived class's, which called super().
+    if (i < count && IsConstructorOf(MethodIdOf(frames[static_cast<std::size_t>(i)].method), classId)) {
+        ++i;
+        // Constructors of the same class that reached it with this(...): each stopped at
+        // its delegation call. (A constructor of the class stopped anywhere else is
+        // allocating another object of its class: that frame is the allocating method.)
+        while (i < count) {
+            const jvmtiFrameInfo &f = frames[static_cast<std::size_t>(i)];
+            const TId mid = MethodIdOf(f.method);
+            const MethodRecord *m = methods_.Get(mid);
+            if (m == nullptr || !IsConstructorOf(mid, classId)) break;
+            const std::int32_t bci = m->delegationBci.load(std::memory_order_relaxed);
+            if (bci < 0 || f.location != bci) break;
+            ++i;
+        }
+    }
+    AppendFrames(frames.data() + i, count - i, out);
+    return out;
+}
+
+void JvmProvider::AppendFrames(const jvmtiFrameInfo *frames, jint count, std::vector<SStackEntry> &out) {
+    for (jint i = 0; i < count; ++i) {
+        const TId mid = MethodIdOf(frames[i].method);
+        const MethodRecord *m = methods_.Get(mid);
+        const auto loc = static_cast<std::uint32_t>(frames[i].location);
+        out.push_back({mid, frames[i].location < 0 ? ~0u : loc, m ? LineAt(m->lines, loc) : 0u});
+    }
+}
+
 // ---- Objects -----------------------------------------------------------------------------
 
 TId JvmProvider::TagOf(JNIEnv *, jobject object, bool create) {
@@ -698,13 +864,7 @@ TResult JvmProvider::DescribeThread(TId id, BitSet requested, unsigned maxFrames
         std::vector<jvmtiFrameInfo> frames(static_cast<std::size_t>(depth));
         jint count = 0;
         if (jvmti_->GetStackTrace(thread, 0, depth, frames.data(), &count) == JVMTI_ERROR_NONE) {
-            for (jint i = 0; i < count; ++i) {
-                const TId mid = MethodIdOf(frames[static_cast<std::size_t>(i)].method);
-                const MethodRecord *m = methods_.Get(mid);
-                const auto loc = static_cast<std::uint32_t>(frames[static_cast<std::size_t>(i)].location);
-                f.stack.push_back({mid, frames[static_cast<std::size_t>(i)].location < 0 ? ~0u : loc,
-                                   m ? LineAt(m->lines, loc) : 0u});
-            }
+            AppendFrames(frames.data(), count, f.stack);
             f.given |= DR_VM_CALL_STACK;
         }
     }
@@ -792,9 +952,24 @@ TResult JvmProvider::RunGc() noexcept {
 }
 
 TResult JvmProvider::SetAllocationSampling(unsigned bytes) noexcept {
+    if (allocationModeDecided_.load()) {
+        if (exactAllocations_) return MRTE_RESULT_OK;  // every allocation already
+        if (bytes == 0) {
+            std::fprintf(stderr,
+                         "martini: exact allocation mode (interval 0) must be asked for in MPICL_Instantiate; "
+                         "the sampling interval stays as it is\n");
+            return MRTE_ERROR_PHASE_FAILURE;
+        }
+    }
     samplingInterval_.store(bytes);
     if (samplingReady_.load()) ApplyAllocationSampling();
     return MRTE_RESULT_OK;
+}
+
+bool JvmProvider::DecideAllocationMode(bool allocationsWanted) noexcept {
+    exactAllocations_ = allocationsWanted && samplingInterval_.load() == 0;
+    allocationModeDecided_.store(true);
+    return exactAllocations_;
 }
 
 void JvmProvider::ApplyAllocationSampling() noexcept {

@@ -1,6 +1,7 @@
 // The JVM provider: Martini's tables of what the JVM loaded (classes, methods,
-// threads, objects), the call-graph probes' native side, and the answers to data
-// requests from those tables and from JVMTI. One instance per JVM (see agent.cpp).
+// threads, objects), the native side of the call-graph and allocation probes, and the
+// answers to data requests from those tables and from JVMTI. One instance per JVM (see
+// agent.cpp).
 #pragma once
 
 #include "instrumenter.h"
@@ -34,6 +35,10 @@ struct MethodRecord {
     std::vector<LineEntry> lines;
     // Decided once, when the class was instrumented; read by the probes.
     ClientMask callGraph = 0;
+    // A constructor that delegates with this(...) in a class with allocation probes:
+    // the bytecode index of that call in the loaded code (-1: none). A frame of this
+    // constructor stopped there belongs to the object being constructed.
+    std::atomic<std::int32_t> delegationBci{-1};
     std::atomic<jmethodID> jmethod{nullptr};
     std::atomic<std::uintptr_t> codeAddress{0};
     std::atomic<unsigned> codeSize{0};
@@ -48,28 +53,52 @@ struct ClassRecord {
     // Heap and monitor filter answers for this class, decided once (InterestOf).
     std::atomic<ClientMask> heapInterest{0}, monitorInterest{0};
     std::atomic<bool> heapKnown{false}, monitorKnown{false};
+    TId allocProbe = 0;  // exact allocation mode: its AllocRecord (under the provider's lock)
 };
 
-// Method records by id (ids start at 1). Reads are lock-free (the probes read the
-// record of the method they are in); appends happen under the provider's lock and
-// are published before the instrumented class reaches the JVM.
-class MethodTable {
+// Exact allocation mode: one per class whose constructors got allocation probes; the
+// probes pass its id. Written before the class's code reaches the JVM.
+struct AllocRecord {
+    TId classId = 0;
+    ClientMask heapInterest = 0;  // the heap filters' answer for the class
+    // The class itself, for the probes of class files before version 49, which cannot
+    // pass it (set at ClassPrepare, or at retransformation).
+    std::atomic<jweak> klass{nullptr};
+};
+
+// Records by id (ids start at 1). Reads are lock-free (the probes read the record
+// of the method they are in, or of the class they construct); appends happen under
+// the provider's lock and are published before the instrumented class reaches the JVM.
+template <class Record, TId kChunkSize, TId kChunks>
+class RecordTable {
 public:
-    MethodRecord *Get(TId id) const noexcept {
+    Record *Get(TId id) const noexcept {
         if (id == 0 || id > kChunkSize * kChunks) return nullptr;
         const TId i = id - 1;
-        MethodRecord *chunk = chunks_[i / kChunkSize].load(std::memory_order_acquire);
+        Record *chunk = chunks_[i / kChunkSize].load(std::memory_order_acquire);
         return chunk != nullptr ? &chunk[i % kChunkSize] : nullptr;
     }
     // Caller holds the provider's lock. Returns 0 when the table is full.
-    TId Add();
+    TId Add() {
+        const TId i = size_;
+        if (i >= kChunkSize * kChunks) return 0;
+        if (chunks_[i / kChunkSize].load(std::memory_order_relaxed) == nullptr) {
+            // Published with release: a probe that reads the id (from code the JVM
+            // loads after this returns) sees a constructed chunk.
+            chunks_[i / kChunkSize].store(new Record[kChunkSize], std::memory_order_release);
+        }
+        ++size_;
+        return i + 1;
+    }
     TId size() const noexcept { return size_; }
 
 private:
-    static constexpr TId kChunkSize = 4096, kChunks = 16384;  // up to 64 Mi methods
-    std::array<std::atomic<MethodRecord *>, kChunks> chunks_{};
+    std::array<std::atomic<Record *>, kChunks> chunks_{};
     TId size_ = 0;
 };
+
+using MethodTable = RecordTable<MethodRecord, 4096, 16384>;  // up to 64 Mi methods
+using AllocTable = RecordTable<AllocRecord, 1024, 4096>;     // up to 4 Mi classes
 
 // Per runtime thread: its id and the shadow stack of instrumented methods entered.
 struct ThreadContext {
@@ -122,14 +151,26 @@ public:
     TResult RunGc() noexcept override;
     // JVMTI SetHeapSamplingInterval: kept until the capabilities are in place
     // (ApplyAllocationSampling, from Agent_OnLoad), applied at once after that.
+    // Interval 0 asked for before DecideAllocationMode means exact mode (below); after
+    // it, in sampled mode, 0 is refused (MRTE_ERROR_PHASE_FAILURE): exact mode needs
+    // the classes instrumented from the start.
     TResult SetAllocationSampling(unsigned bytes) noexcept override;
     void ApplyAllocationSampling() noexcept;
+    // Agent_OnLoad, after the clients' MPICL_Instantiate and before the capabilities:
+    // exact mode when some client observes ObjectAlloc (`allocationsWanted`) and the
+    // interval asked for is 0. Exact mode instruments constructors (allocation probes)
+    // instead of using SampledObjectAlloc. Decided once; returns it.
+    bool DecideAllocationMode(bool allocationsWanted) noexcept;
+    bool ExactAllocations() const noexcept { return exactAllocations_; }
 
     // ---- Class loading (ClassFileLoadHook): declares the class and its methods,
     // asks the call-graph filters once per method, and rewrites the class. Returns the
     // new bytes (empty: leave the class as it is).
+    // In exact allocation mode it also asks the heap filters once per class and adds
+    // allocation probes to the constructors of the classes some client wants.
+    // `redefined`: the class being retransformed, or null for a class being loaded.
     std::vector<std::uint8_t> OnClassFile(JNIEnv *jni, jobject loader, const char *name,
-                                          std::span<const std::uint8_t> bytes, bool redefining);
+                                          std::span<const std::uint8_t> bytes, jclass redefined);
     // ClassPrepare: binds jmethodIDs to method records (for stacks and JIT events).
     void OnClassPrepare(JNIEnv *jni, jclass klass);
 
@@ -147,9 +188,19 @@ public:
     void RememberObject(TId id, ObjectRecord record);
     std::pair<bool, ObjectRecord> ForgetObject(TId id);
 
+    // ObjectAlloc for `object` (sampled: from SampledObjectAlloc; exact: from an
+    // allocation probe, whose frames and constructor frames are left off the stack).
+    void RaiseObjectAlloc(JNIEnv *jni, jobject object, TId classId, ClientMask mask, std::uint64_t size,
+                          bool fromProbe);
+
     // ---- Probes (the natives of martini.runtime.Probes)
     void Enter(JNIEnv *jni, std::int32_t id) noexcept;
     void Leave(JNIEnv *jni, std::int32_t id, bool exceptional) noexcept;
+    // Probes.allocated (the object's class is the probe's: Probes.alloc checked it) and
+    // Probes.allocByClassId (class files before version 49: `checkClass`).
+    void Allocated(JNIEnv *jni, jobject object, std::int32_t allocProbe, bool checkClass) noexcept;
+    // The Probes methods an allocation stack starts with (left off it), from VMInit.
+    void SetProbeMethods(std::vector<jmethodID> methods) { probeMethods_ = std::move(methods); }
 
     // Every class the agent rewrites is also written to <dir>/<internal name>.class
     // (MARTINI_DUMP_CLASSES; for tests and for inspecting with javap).
@@ -163,6 +214,7 @@ public:
     struct Stats {
         std::atomic<std::uint64_t> classesSeen{0}, classesInstrumented{0}, classesUnparsable{0};
         std::atomic<std::uint64_t> methodsInstrumented{0}, methodsLeftAlone{0};
+        std::atomic<std::uint64_t> constructorsAllocProbed{0}, constructorsWithoutAllocProbe{0};
     };
     Stats &GetStats() { return stats_; }
 
@@ -172,11 +224,22 @@ public:
 private:
     std::string ClassKey(JNIEnv *jni, jobject loader, const std::string &internalName);
     void RaiseClassDeclared(TId classId);
+    // The class's AllocRecord id, created on first use (kNoProbe when the table is full).
+    std::int64_t AllocProbeFor(TId classId, ClientMask heapInterest);
+    // The calling thread's stack for an allocation probe of `classId`: without the
+    // Probes frames, the constructor that reported, and the this(...) frames that led
+    // to it, so the innermost frame is the allocating method.
+    std::vector<Martini::MPI::SStackEntry> AllocatingStack(TId classId, jint maxFrames);
+    bool IsConstructorOf(TId methodId, TId classId);
+    void AppendFrames(const jvmtiFrameInfo *frames, jint count, std::vector<Martini::MPI::SStackEntry> &out);
 
     JavaVM *vm_;
     jvmtiEnv *jvmti_;
     std::atomic<long long> samplingInterval_{-1};  // -1: the JVM's default (512 KiB)
     std::atomic<bool> samplingReady_{false};
+    std::atomic<bool> allocationModeDecided_{false};
+    bool exactAllocations_ = false;  // written once, in Agent_OnLoad
+    std::vector<jmethodID> probeMethods_;
     core::Core *core_ = nullptr;
     std::atomic<bool> instrumenting_{false};
     std::string dumpDir_;
@@ -184,6 +247,7 @@ private:
 
     std::mutex mutex_;  // tables below (not the probes' path)
     MethodTable methods_;
+    AllocTable allocs_;
     std::vector<std::unique_ptr<ClassRecord>> classes_;     // id - 1
     std::unordered_map<std::string, TId> classByKey_;        // "<loader>/<internal name>"
     std::vector<jweak> loaders_;                             // loader index - 1

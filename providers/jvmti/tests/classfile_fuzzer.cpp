@@ -27,10 +27,12 @@ bool SameMethods(const ClassDecl &a, const ClassDecl &b) {
     return true;
 }
 
-// Instruments every method; ids start at `firstId` (past 32767 the probes use ldc_w).
+// Instruments every method, and gives every class allocation probes; ids start at
+// `firstId` (past 32767 the probes use ldc_w).
 InstrumentResult InstrumentAll(std::span<const std::uint8_t> bytes, std::int64_t firstId) {
     std::int64_t next = firstId;
-    return InstrumentClass(bytes, [&](const ClassDecl &, const MethodDecl &) { return next++; });
+    return InstrumentClass(
+        bytes, [&](const ClassDecl &, const MethodDecl &) { return next++; }, [&](const ClassDecl &) { return next++; });
 }
 
 void Check(const InstrumentResult &r, const char *pass) {
@@ -46,6 +48,9 @@ void Check(const InstrumentResult &r, const char *pass) {
     const InstrumentResult again = ParseClass(r.bytes);
     if (!again.parsed) Fail(pass, "output does not parse: " + again.error);
     if (!SameMethods(again.decl, r.decl)) Fail(pass, "output declares other methods");
+    if (!r.delegationOffsets.empty() && r.delegationOffsets.size() != r.decl.methods.size()) {
+        Fail(pass, "delegationOffsets does not have one entry per method");
+    }
 }
 
 }  // namespace

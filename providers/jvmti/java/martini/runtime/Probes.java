@@ -1,9 +1,11 @@
 package martini.runtime;
 
 /**
- * The calls Martini's bytecode instrumentation inserts into the methods a client's
- * call-graph filter selected. Loaded from the bootstrap class path so every class,
- * whatever its loader or module, can call it; the natives are bound by the agent.
+ * The calls Martini's bytecode instrumentation inserts: enter/leave probes in the
+ * methods a client's call-graph filter selected, and, in exact allocation mode,
+ * allocation probes in the constructors of the classes a client's heap filter
+ * selected. Loaded from the bootstrap class path so every class, whatever its loader
+ * or module, can call it; the natives are bound by the agent.
  */
 public final class Probes {
     private Probes() {}
@@ -16,4 +18,22 @@ public final class Probes {
 
     /** When an exception leaves the method (the inserted handler rethrows it). */
     public static native void leaveExceptional(int id);
+
+    /**
+     * Right after a constructor's super() call, with the class that declares the
+     * constructor. Subclass constructors run their super constructors first, and each
+     * passes its own class: only the most-derived class's constructor reports the
+     * object, once.
+     */
+    public static void alloc(Object o, Class<?> c, int classId) {
+        if (o.getClass() == c) allocated(o, classId);
+    }
+
+    private static native void allocated(Object o, int classId);
+
+    /**
+     * The same for class files before version 49, which cannot load a class constant:
+     * the agent compares the object's class with the class of classId itself.
+     */
+    public static native void allocByClassId(Object o, int classId);
 }

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Exact allocation mode on a real JVM: a client asking for every allocation
+# (interval 0) gets one ObjectAlloc per object of the classes its heap filter accepts,
+# with exact counts per class (a hierarchy with this(...) delegation, two threads,
+# reflection, a constructor that throws, a constructor allocating its own class,
+# class files of version 48), each object once, and a stack whose innermost frame is
+# the allocating method. Classes the filters leave out are not rewritten, nor is
+# java.lang.Object; sampled mode rewrites nothing; call-graph events stay exact
+# (against the JVMTI MethodEntry oracle) with allocation probes in the same
+# constructors.
+# usage: alloc_agent_test.sh AGENT ORACLE_AGENT ALLOC_CLIENT CALLCOUNT_LIB JAVAC JAVA JAVA_TEST_DIR
+set -uo pipefail
+agent=$1 oracle=$2 client=$3 callcount=$4 javac=$5 java=$6 src=$7
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+"$javac" --release 8 -d "$work/classes" "$src/alloc/old/Old.java" || exit 1
+"$javac" -cp "$work/classes" -d "$work/classes" "$src/alloc/AllocSample.java" || exit 1
+for f in "$work"/classes/old/*.class; do  # version 48: probes without class constants
+  printf '\x00\x30' | dd of="$f" bs=1 seek=6 count=2 conv=notrunc status=none
+done
+passed=0 failed=0
+ok() { passed=$((passed + 1)); }
+fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
+run() { "$java" "$@" -cp "$work/classes" alloc.AllocSample old; }
+tracked='include=alloc.|old.,exclude=alloc.AllocSample$Filtered'
+
+# 1. Every object of the tracked classes, once. Lines: class, object id, size, thread
+#    id, frame 0, frame 1, allocation site (see alloc_client.cpp).
+run -agentpath:"$agent=$client=$tracked,out=$work/events.tsv" >"$work/out1" 2>"$work/err1"
+grep -q "alloc sample done" "$work/out1" && ok || { fail "the program's own output:"; cat "$work/err1"; }
+ev="$work/events.tsv"
+count() { awk -F'\t' -v c="$1" '$1 == c' "$ev" | wc -l; }
+expect_count() {  # expect_count CLASS N
+  [ "$(count "$1")" = "$2" ] && ok || fail "$1: $(count "$1") ObjectAlloc events, wanted $2"
+}
+expect_count 'alloc.AllocSample$A' 180      # 2 per round (one through this()), 80 rounds; 20 by reflection
+expect_count 'alloc.AllocSample$B' 163      # 2 per round; 3 by reflection
+expect_count 'alloc.AllocSample$C' 80       # reported as C only, not as B or A
+expect_count 'alloc.AllocSample$Circle' 80  # its abstract superclass Shape is never reported
+expect_count 'alloc.AllocSample$Branchy' 80
+expect_count 'alloc.AllocSample$Looper' 80
+expect_count 'alloc.AllocSample$Leaf' 5
+expect_count 'alloc.AllocSample$Thrower' 5  # 2 of them throw after super()
+expect_count 'old.Old' 7                    # class file version 48
+expect_count 'old.Old$OldChild' 7
+expect_count 'alloc.AllocSample$Filtered' 0
+[ "$(cut -f1 "$ev" | sort -u | grep -cv '^alloc\.\|^old\.')" = 0 ] && ok ||
+  fail "events for classes no filter accepts: $(cut -f1 "$ev" | sort -u | grep -v '^alloc\.\|^old\.' | head -3)"
+[ -s "$ev" ] && [ -z "$(cut -f2 "$ev" | sort | uniq -d)" ] && ! cut -f2 "$ev" | grep -qx 0 && ok ||
+  fail "object ids are not one per event"
+awk -F'\t' '$3 < 12' "$ev" | grep -q . && fail "objects with no size: $(awk -F'\t' '$3 < 12' "$ev" | head -2)" || ok
+# Two threads: main makes 50 rounds, alloc-worker 30.
+[ "$(awk -F'\t' '$1 == "alloc.AllocSample$C" {print $4}' "$ev" | sort | uniq -c | awk '{print $1}' | sort -n | tr '\n' ' ')" = "30 50 " ] &&
+  ok || fail "C objects per thread: $(awk -F'\t' '$1 == "alloc.AllocSample$C" {print $4}' "$ev" | sort | uniq -c | tr '\n' ' ')"
+
+# 2. The innermost frame is the allocating method: no probe frame, no constructor of the
+#    object's own class (this(...) delegations included) except where a constructor
+#    allocates another object of its class (Leaf).
+site() {  # site CLASS FRAME0 -> events
+  awk -F'\t' -v c="$1" -v f="$2" '$1 == c && $5 == f' "$ev" | wc -l
+}
+expect_site() {  # expect_site CLASS FRAME0 N
+  [ "$(site "$1" "$2")" = "$3" ] && ok || fail "$1 allocated in $2: $(site "$1" "$2"), wanted $3"
+}
+for c in A B C Circle Branchy Looper; do
+  expect_site "alloc.AllocSample\$$c" alloc.AllocSample.makeObjects \
+    "$([ "$c" = A ] || [ "$c" = B ] && echo 160 || echo 80)"
+done
+expect_site 'alloc.AllocSample$Leaf' 'alloc.AllocSample$Leaf.<init>' 4
+expect_site 'alloc.AllocSample$Leaf' alloc.AllocSample.main 1
+expect_site 'alloc.AllocSample$Thrower' alloc.AllocSample.throwers 5
+expect_site old.Old old.Old.make 7
+expect_site 'old.Old$OldChild' old.Old.make 7
+# Reflection: the innermost frame is the JDK's constructor accessor.
+reflected=$(awk -F'\t' '($1 == "alloc.AllocSample$A" || $1 == "alloc.AllocSample$B") && $5 ~ /^jdk\.internal\.reflect\./' "$ev" | wc -l)
+[ "$reflected" = 23 ] && ok || fail "objects made by reflection with a jdk.internal.reflect frame innermost: $reflected, wanted 23"
+grep -q $'\tmartini\.runtime\.Probes\.' "$ev" && fail "a Probes frame is on an allocation stack" || ok
+# The frame below makeObjects is its caller: main (main thread) or the worker's lambda.
+[ "$(awk -F'\t' '$5 == "alloc.AllocSample.makeObjects" && $6 != "alloc.AllocSample.main" && $6 != "alloc.AllocSample.lambda$main$0"' "$ev" | wc -l)" = 0 ] &&
+  ok || fail "frame 1 under makeObjects: $(awk -F'\t' '$5 == "alloc.AllocSample.makeObjects" {print $6}' "$ev" | sort | uniq -c | tr '\n' ' ')"
+# DR_ALLOC_LOCATION names the same method as frame 0.
+[ "$(awk -F'\t' '$5 != $7' "$ev" | wc -l)" = 0 ] && ok || fail "allocation site differs from frame 0: $(awk -F'\t' '$5 != $7' "$ev" | head -2)"
+
+# 3. Only the classes some filter wants are rewritten (no call-graph client here).
+mkdir "$work/dump"
+MARTINI_DUMP_CLASSES="$work/dump" run -agentpath:"$agent=$client=name=alloc.AllocSample\$B,out=$work/b.tsv" \
+  >/dev/null 2>"$work/err3"
+[ "$(ls "$work/dump")" = 'alloc.AllocSample$B.class' ] && ok ||
+  fail "rewritten classes with only alloc.AllocSample\$B wanted: $(ls "$work/dump" | head -5 | tr '\n' ' ')"
+[ "$(cut -f1 "$work/b.tsv" | sort | uniq -c | awk '{print $1, $2}')" = '163 alloc.AllocSample$B' ] && ok ||
+  fail "B alone: $(cut -f1 "$work/b.tsv" | sort | uniq -c | tr '\n' ' ')"
+# java.lang.Object is never rewritten, even when a filter wants it; the program runs.
+mkdir "$work/dump-object"
+MARTINI_DUMP_CLASSES="$work/dump-object" run -agentpath:"$agent=$client=include=java.lang.Object,out=$work/o.tsv" \
+  >"$work/out3" 2>&1
+[ -z "$(ls "$work/dump-object")" ] && grep -q "alloc sample done" "$work/out3" && ok ||
+  fail "java.lang.Object was rewritten, or the program failed: $(ls "$work/dump-object") $(tail -3 "$work/out3")"
+# Sampled mode (interval > 0) uses SampledObjectAlloc and rewrites nothing.
+mkdir "$work/dump-sampled"
+MARTINI_DUMP_CLASSES="$work/dump-sampled" run -agentpath:"$agent=$client=$tracked,interval=65536,out=$work/s.tsv" \
+  >"$work/out4" 2>&1
+[ -z "$(ls "$work/dump-sampled")" ] && grep -q "alloc sample done" "$work/out4" && ok ||
+  fail "sampled mode rewrote classes: $(ls "$work/dump-sampled" | head -3)"
+
+# 4. Call-graph events with allocation probes in the same constructors: call counts
+#    equal the JVMTI MethodEntry oracle's, allocation counts stay exact.
+run -agentpath:"$oracle=Lalloc/,$work/oracle.tsv" \
+    -agentpath:"$agent=callcount=top=100000,include=alloc.,out=$work/cc.txt;$client=$tracked,out=$work/both.tsv" \
+    >"$work/out5" 2>"$work/err5"
+awk 'NR > 2 && NF == 3 {print $3 "\t" $1}' "$work/cc.txt" | sort >"$work/martini.tsv"
+grep -v '\$\$Lambda\$' "$work/oracle.tsv" | sort >"$work/oracle.sorted"
+if [ -s "$work/oracle.sorted" ] && diff -u "$work/oracle.sorted" "$work/martini.tsv" >"$work/diff5"; then ok; else
+  fail "call counts differ from the JVMTI MethodEntry oracle:"; head -20 "$work/diff5"; tail -5 "$work/err5"; fi
+cut -f1 "$ev" | sort | uniq -c >"$work/counts1"
+cut -f1 "$work/both.tsv" | sort | uniq -c >"$work/counts5"
+diff -u "$work/counts1" "$work/counts5" >/dev/null && ok || fail "allocation counts with call probes: $(diff "$work/counts1" "$work/counts5")"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
