@@ -50,6 +50,8 @@ const char kUsage[] =
     "  formats=LIST      json+collapsed+chrome+pprof+html (default: all; none)\n"
     "  name=BASE         base name of the files (default: cgprof)\n"
     "  depth=N           deepest call path kept per thread (default 4096); deeper calls are counted as overflow\n"
+    "  nodes=N           calling contexts kept per thread (default 500000); calls on further new paths are\n"
+    "                    kept per method under \"(more call paths)\", so per-method figures stay exact\n"
     "  trace=N           time mode: the first N calls become Chrome trace slices (default 100000)\n"
     "  paused            start paused: the call-graph group is enabled by an EcStart command\n";
 
@@ -60,6 +62,7 @@ struct Options {
     std::string filter;
     martini::clients::OutputOptions out;
     std::size_t depth = 4096;
+    std::size_t nodes = 500000;
     std::uint64_t trace = 100000;
     bool paused = false;
 };
@@ -85,11 +88,13 @@ std::string ParseOptions(const char *text, Options &o) {
         else if (k == "include" || k == "exclude") {
             if (auto e = needValue(); !e.empty()) return e;
             (k == "include" ? o.includes : o.excludes).push_back(it.value);
-        } else if (k == "depth" || k == "trace") {
+        } else if (k == "depth" || k == "trace" || k == "nodes") {
             if (auto e = needValue(); !e.empty()) return e;
             if (!ParseCount(it.value, n)) return "option '" + k + "': '" + it.value + "' is not a count";
             if (k == "depth" && (n == 0 || n > 1000000)) return "option 'depth': must be between 1 and 1000000";
+            if (k == "nodes" && (n < 2 || n > 100000000)) return "option 'nodes': must be between 2 and 100000000";
             if (k == "depth") o.depth = n;
+            else if (k == "nodes") o.nodes = n;
             else o.trace = n;
         } else if (k == "filter") {
             if (auto e = needValue(); !e.empty()) return e;
@@ -122,13 +127,24 @@ struct CallNode {
     std::uint64_t wallNs = 0;  // inclusive
     std::uint64_t cpuNs = 0;   // inclusive
     std::uint64_t exceptionExits = 0;
+    std::uint64_t detachedWall = 0, detachedCpu = 0;  // callees kept beyond the node budget
+};
+
+// A call in progress. `node` is kNone for a call on a path beyond the node budget:
+// it is kept per method (ThreadTree::beyond), its callees' time in `childWall`.
+// Calls beyond the node budget, per method: exact calls and self time.
+struct BeyondBudget {
+    std::uint64_t calls = 0, selfWall = 0, selfCpu = 0;
 };
 
 struct OpenCall {
     std::uint32_t node;
+    TId method;
+    BeyondBudget *beyond;  // when node is kNone
     std::uint64_t wallStart;
     std::uint64_t cpuStart;
     std::uint64_t excludedAtEnter;
+    std::uint64_t childWall = 0, childCpu = 0;
 };
 
 struct SpanRecord {
@@ -154,11 +170,15 @@ struct ThreadTree {
     std::uint64_t excludedNs = 0, excludedCpuNs = 0;  // time around pauses, charged to no one
     // diagnostics
     std::uint64_t depthOverflows = 0, unmatchedLeaves = 0, unclosedByPause = 0, exceptionExits = 0;
+    std::uint64_t callsBeyondBudget = 0;
+    std::unordered_map<TId, BeyondBudget> beyond;
     std::vector<SpanRecord> spans;
 
     ThreadTree() { nodes.emplace_back(); }
 
-    std::uint32_t Child(std::uint32_t parent, TId method) {
+    // The child of `parent` for `method`: found, else created while the tree holds
+    // fewer than `budget` nodes, else kNone.
+    std::uint32_t Child(std::uint32_t parent, TId method, std::size_t budget) {
         CallNode &p = nodes[parent];
         if (p.childCount <= kScanLimit) {
             for (std::uint32_t c = p.firstChild; c != kNone; c = nodes[c].nextSibling) {
@@ -168,6 +188,7 @@ struct ThreadTree {
             auto it = wideChildren.find({parent, method});
             if (it != wideChildren.end()) return it->second;
         }
+        if (nodes.size() >= budget) return kNone;
         const auto index = static_cast<std::uint32_t>(nodes.size());
         CallNode n;
         n.method = method;
@@ -230,9 +251,16 @@ public:
             return;
         }
         const std::uint32_t parent = t.stack.empty() ? 0 : t.stack.back().node;
-        const std::uint32_t node = t.Child(parent, method);
-        ++t.nodes[node].calls;
-        t.stack.push_back({node, wall, cpu, t.excludedNs});
+        const std::uint32_t node = parent == kNone ? kNone : t.Child(parent, method, o_.nodes);
+        BeyondBudget *beyond = nullptr;
+        if (node != kNone) {
+            ++t.nodes[node].calls;
+        } else {
+            beyond = &t.beyond[method];  // unordered_map: stable while the entry lives
+            ++beyond->calls;
+            ++t.callsBeyondBudget;
+        }
+        t.stack.push_back({node, method, beyond, wall, cpu, t.excludedNs});
     }
 
     void Leave(TId threadId, TId method, std::uint64_t wall, std::uint64_t cpu, bool exceptional) {
@@ -247,11 +275,11 @@ public:
             ++t.unmatchedLeaves;  // entered while paused
             return;
         }
-        if (t.nodes[t.stack.back().node].method != method) {
+        if (t.stack.back().method != method) {
             // Frames that straddle a pause: find the one this leave closes; inner
             // frames above it left while we were paused.
             std::size_t i = t.stack.size() - 1;
-            while (i > 0 && t.nodes[t.stack[i - 1].node].method != method) --i;
+            while (i > 0 && t.stack[i - 1].method != method) --i;
             if (i == 0) {
                 ++t.unmatchedLeaves;  // entered while paused
                 return;
@@ -262,7 +290,7 @@ public:
             }
         }
         if (exceptional) {
-            ++t.nodes[t.stack.back().node].exceptionExits;
+            if (t.stack.back().node != kNone) ++t.nodes[t.stack.back().node].exceptionExits;
             ++t.exceptionExits;
         }
         Close(t, wall, cpu);
@@ -296,16 +324,45 @@ private:
     void Close(ThreadTree &t, std::uint64_t wall, std::uint64_t cpu) {
         const OpenCall call = t.stack.back();
         t.stack.pop_back();
-        CallNode &n = t.nodes[call.node];
         const std::uint64_t excluded = t.excludedNs - call.excludedAtEnter;
         const std::uint64_t elapsed = wall > call.wallStart ? wall - call.wallStart : 0;
         const std::uint64_t charged = elapsed > excluded ? elapsed - excluded : 0;
-        n.wallNs += charged;
-        if (cpu > call.cpuStart) n.cpuNs += cpu - call.cpuStart;
+        const std::uint64_t cpuCharged = cpu > call.cpuStart ? cpu - call.cpuStart : 0;
+        if (call.node != kNone) {
+            CallNode &n = t.nodes[call.node];
+            n.wallNs += charged;
+            n.cpuNs += cpuCharged;
+        } else {
+            // Beyond the node budget: self time per method; the caller does not count
+            // it as its own.
+            BeyondBudget &b = *call.beyond;
+            b.selfWall += charged > call.childWall ? charged - call.childWall : 0;
+            b.selfCpu += cpuCharged > call.childCpu ? cpuCharged - call.childCpu : 0;
+            if (!t.stack.empty() && t.stack.back().node != kNone) {
+                CallNode &caller = t.nodes[t.stack.back().node];
+                caller.detachedWall += charged;
+                caller.detachedCpu += cpuCharged;
+            }
+        }
+        if (!t.stack.empty() && t.stack.back().node == kNone) {
+            t.stack.back().childWall += charged;
+            t.stack.back().childCpu += cpuCharged;
+        }
         if (o_.time && spansLeft_.load(std::memory_order_relaxed) > 0 &&
             spansLeft_.fetch_sub(1, std::memory_order_relaxed) > 0) {
-            t.spans.push_back({n.method, call.wallStart, charged});
+            t.spans.push_back({call.method, call.wallStart, charged});
         }
+    }
+
+    // The frame under which calls beyond the node budget are kept.
+    std::uint32_t MarkerFrame(report::Profile &p) {
+        if (markerFrame_ == kNone) {
+            markerFrame_ = static_cast<std::uint32_t>(p.frames.size());
+            report::Frame f;
+            f.name = "(more call paths: nodes=" + std::to_string(o_.nodes) + " reached)";
+            p.frames.push_back(f);
+        }
+        return markerFrame_;
     }
 
     // Stops the call-graph events and waits for handlers in flight on other threads
@@ -330,6 +387,7 @@ private:
     std::atomic<bool> paused_{false};
     std::atomic<std::uint32_t> epoch_{0};
     std::atomic<std::int64_t> spansLeft_{0};
+    std::uint32_t markerFrame_ = kNone;
 };
 
 void Profiler::Finish() {
@@ -363,6 +421,7 @@ void Profiler::Finish() {
     };
 
     std::uint64_t depthOverflows = 0, unmatched = 0, unclosed = 0, exceptionExits = 0, stillOpen = 0;
+    std::uint64_t contexts = 0, beyondCalls = 0;
     trees_.ForEachOrdered([&](ThreadTree &t) {
         // Calls still running (threads the runtime did not end): closed at the
         // thread's last event, so what they did is kept.
@@ -382,7 +441,7 @@ void Profiler::Finish() {
             const CallNode &n = t.nodes[i];
             to[i] = tree.Add(to[n.parent], frame(n.method), m);
             // Exclusive = inclusive minus the children's inclusive (never negative).
-            std::uint64_t childWall = 0, childCpu = 0;
+            std::uint64_t childWall = n.detachedWall, childCpu = n.detachedCpu;
             for (std::uint32_t c = n.firstChild; c != kNone; c = t.nodes[c].nextSibling) {
                 childWall += t.nodes[c].wallNs;
                 childCpu += t.nodes[c].cpuNs;
@@ -392,11 +451,27 @@ void Profiler::Finish() {
             if (o_.time) self[1] = n.wallNs > childWall ? n.wallNs - childWall : 0;
             if (o_.cpu) self[2] = n.cpuNs > childCpu ? n.cpuNs - childCpu : 0;
         }
+        // Calls beyond the node budget, one leaf per method under one marker.
+        if (!t.beyond.empty()) {
+            const std::uint32_t marker = tree.Add(0, MarkerFrame(p), m);
+            std::vector<std::pair<TId, BeyondBudget>> rows(t.beyond.begin(), t.beyond.end());
+            std::sort(rows.begin(), rows.end(), [](const auto &a, const auto &b) { return a.first < b.first; });
+            for (const auto &[method, b] : rows) {
+                auto &self = tree.nodes[tree.Add(marker, frame(method), m)].self;
+                self[0] = b.calls;
+                if (o_.time) self[1] = b.selfWall;
+                if (o_.cpu) self[2] = b.selfCpu;
+            }
+        }
+        contexts += t.nodes.size() - 1;
+        beyondCalls += t.callsBeyondBudget;
         if (tree.nodes.size() > 1) p.threads.push_back(std::move(tree));
         for (const SpanRecord &s : t.spans) p.spans.push_back({t.threadId, frame(s.method), s.start, s.duration, "call"});
     });
     p.Merge();
-    p.counters = {{"depth_overflows", depthOverflows},
+    p.counters = {{"calling_contexts", contexts},
+                  {"calls_beyond_node_budget", beyondCalls},
+                  {"depth_overflows", depthOverflows},
                   {"leaves_without_enter", unmatched},
                   {"calls_closed_after_pause", unclosed},
                   {"calls_open_at_exit", stillOpen},

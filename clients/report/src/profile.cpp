@@ -216,19 +216,38 @@ void WriteTopTable(const Profile &profile, std::ostream &out, std::size_t topN, 
     }
 }
 
-void WriteCollapsed(const Profile &profile, std::ostream &out, std::size_t metric) {
+void WriteCollapsed(const Profile &profile, std::ostream &out, std::size_t metric, double minShare) {
     const Tree &tree = profile.merged;
     if (metric >= profile.metrics.size() || tree.nodes.empty()) return;
-    // Path strings built once per node, parents first.
-    std::vector<std::string> path(tree.nodes.size());
-    for (std::size_t i = 1; i < tree.nodes.size(); ++i) {
-        const Node &n = tree.nodes[i];
-        std::string name = profile.frames[n.frame].name;
-        // ';' separates frames and the last space separates the count: keep both out.
-        std::replace(name.begin(), name.end(), ';', ':');
-        std::replace(name.begin(), name.end(), ' ', '_');
-        path[i] = n.parent == 0 ? name : path[n.parent] + ";" + name;
-        if (n.self[metric] != 0) out << path[i] << ' ' << n.self[metric] << '\n';
+    const auto totals = Totals(tree, profile.metrics.size());
+    const double threshold = double(totals[0][metric]) * minShare;
+    // Names with ';' (separates frames) and ' ' (separates the count) replaced.
+    std::vector<std::string> names(profile.frames.size());
+    for (std::size_t f = 0; f < names.size(); ++f) {
+        names[f] = profile.frames[f].name;
+        std::replace(names[f].begin(), names[f].end(), ';', ':');
+        std::replace(names[f].begin(), names[f].end(), ' ', '_');
+    }
+    // Depth first with one path buffer: memory stays O(depth), not O(nodes x depth).
+    std::string path;
+    struct Item {
+        std::uint32_t node;
+        std::size_t pathLength;  // the buffer's length before this node's name
+    };
+    std::vector<Item> work;
+    for (auto it = tree.nodes[0].children.rbegin(); it != tree.nodes[0].children.rend(); ++it) work.push_back({*it, 0});
+    while (!work.empty()) {
+        const Item item = work.back();
+        work.pop_back();
+        const Node &n = tree.nodes[item.node];
+        // A subtree below the threshold cannot hold a line above it.
+        if (double(totals[item.node][metric]) < threshold || totals[item.node][metric] == 0) continue;
+        path.resize(item.pathLength);
+        if (!path.empty()) path += ';';
+        path += names[n.frame];
+        if (n.self[metric] != 0 && double(n.self[metric]) >= threshold) out << path << ' ' << n.self[metric] << '\n';
+        const std::size_t length = path.size();
+        for (auto it = n.children.rbegin(); it != n.children.rend(); ++it) work.push_back({*it, length});
     }
 }
 

@@ -122,8 +122,13 @@ void WriteJson(const Profile &profile, std::ostream &out);
 std::string ReadJson(std::istream &in, Profile &profile);
 std::string ReadJsonFile(const std::string &path, Profile &profile);
 
-// "a;b;c N" per call path of the merged tree, N the self value of `metric`.
-void WriteCollapsed(const Profile &profile, std::ostream &out, std::size_t metric);
+// "a;b;c N" per call path of the merged tree, N the self value of `metric`. Paths
+// whose value is below `minShare` of the total are left out (narrower than a pixel
+// in any flame graph; JSON and pprof keep them), which keeps the file in proportion
+// on trees with millions of deep paths.
+inline constexpr double kCollapsedMinShare = 1e-6;
+void WriteCollapsed(const Profile &profile, std::ostream &out, std::size_t metric,
+                    double minShare = kCollapsedMinShare);
 
 // Chrome trace event JSON (Perfetto UI, chrome://tracing). Uses the recorded spans;
 // without spans, lays each thread's tree out as a flame chart (widths from the
