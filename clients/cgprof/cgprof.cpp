@@ -20,6 +20,7 @@
 #include "martini/report/profile.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -172,6 +173,20 @@ struct ThreadTree {
     std::uint64_t depthOverflows = 0, unmatchedLeaves = 0, unclosedByPause = 0, exceptionExits = 0;
     std::uint64_t callsBeyondBudget = 0;
     std::unordered_map<TId, BeyondBudget> beyond;
+    // Direct-mapped cache in front of `beyond` (past the budget every call looks up).
+    struct BeyondSlot {
+        TId method = 0;
+        BeyondBudget *entry = nullptr;
+    };
+    std::array<BeyondSlot, 4096> beyondCache{};
+
+    BeyondBudget &Beyond(TId method) {
+        BeyondSlot &slot = beyondCache[(method * 0x9E3779B97F4A7C15ull) >> 52];
+        if (slot.entry != nullptr && slot.method == method) return *slot.entry;
+        BeyondBudget &b = beyond[method];  // unordered_map: references stay valid
+        slot = {method, &b};
+        return b;
+    }
     std::vector<SpanRecord> spans;
 
     ThreadTree() { nodes.emplace_back(); }
@@ -256,7 +271,7 @@ public:
         if (node != kNone) {
             ++t.nodes[node].calls;
         } else {
-            beyond = &t.beyond[method];  // unordered_map: stable while the entry lives
+            beyond = &t.Beyond(method);
             ++beyond->calls;
             ++t.callsBeyondBudget;
         }
