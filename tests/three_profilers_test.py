@@ -65,6 +65,9 @@ if ledger:
     waiters = {w["name"] for w in ledger[0]["waiters"]}
     check("threadprof: only tellers waited for the ledger", waiters and waiters <= {f"teller-{i}" for i in range(4)},
           waiters)
+    holders = {h["name"] for h in ledger[0]["holders"]}
+    check("threadprof: the holders are tellers (JVMTI GetObjectMonitorUsage)",
+          holders and holders <= {f"teller-{i}" for i in range(4)}, ledger[0]["holders"])
 mailbox = [m for m in tp["monitors"] if m["class"] == "bank.Bank$Mailbox"]
 check("threadprof: the auditor waited on the mailbox", mailbox and 1 <= mailbox[0]["waits"] <= 5
       and mailbox[0]["woke"] == mailbox[0]["waits"], mailbox)

@@ -297,19 +297,23 @@ void JNICALL OnObjectFree(jvmtiEnv *, jlong tag) {
 
 // Fills the common monitor-event items; returns the interested clients.
 template <class Data>
-ClientMask MonitorData(JNIEnv *jni, jobject object, Data &d) {
+ClientMask MonitorData(JNIEnv *jni, jobject object, Data &d, TEventType event) {
     jclass klass = jni->GetObjectClass(object);
     d.classId = gProvider->ClassIdOf(jni, klass);
     jni->DeleteLocalRef(klass);
     d.threadId = gProvider->ContextOf(jni).id;
     d.objectId = gProvider->TagOf(jni, object, true);
     d.validData = DR_THREAD_ID | DR_OBJECT_ID | DR_CLASS_ID;
+    if (gCore->RequestedData(event) & DR_CPU_TIMESTAMP) {
+        d.uiCpuTimestamp = core::Clock::NowNs();
+        d.validData |= DR_CPU_TIMESTAMP;
+    }
     return gProvider->InterestOf(d.classId, EG_MONITOR);
 }
 
 void JNICALL OnMonitorWait(jvmtiEnv *, JNIEnv *jni, jthread, jobject object, jlong timeout) {
     SMonitorWaitEventData d;
-    const ClientMask mask = MonitorData(jni, object, d);
+    const ClientMask mask = MonitorData(jni, object, d, EV_MONITOR_WAIT);
     d.timeoutMs = timeout;
     d.validData |= DR_MONITOR_TIMEOUT;
     gProvider->ContextOf(jni).waitRaised = true;
@@ -321,15 +325,30 @@ void JNICALL OnMonitorWaited(jvmtiEnv *, JNIEnv *jni, jthread, jobject object, j
     if (!ctx.waitRaised) return;
     ctx.waitRaised = false;
     SMonitorWaitedEventData d;
-    const ClientMask mask = MonitorData(jni, object, d);
+    const ClientMask mask = MonitorData(jni, object, d, EV_MONITOR_WAITED);
     d.bTimedOut = timedOut;
     d.validData |= DR_MONITOR_TIMEOUT;
     gCore->Raise<IMonitorWaitedEventObserver>(d, mask);
 }
 
-void JNICALL OnContendedEnter(jvmtiEnv *, JNIEnv *jni, jthread, jobject object) {
+void JNICALL OnContendedEnter(jvmtiEnv *jvmti, JNIEnv *jni, jthread, jobject object) {
     SContendedMonitorEnterEventData d;
-    const ClientMask mask = MonitorData(jni, object, d);
+    const ClientMask mask = MonitorData(jni, object, d, EV_CONTENDED_MONITOR_ENTER);
+    if (mask != 0 && (gCore->RequestedData(EV_CONTENDED_MONITOR_ENTER) & DR_MONITOR_OWNER_THREAD_ID)) {
+        // The holder now (it may have let go already: then none is given).
+        jvmtiMonitorUsage usage{};
+        if (jvmti->GetObjectMonitorUsage(object, &usage) == JVMTI_ERROR_NONE) {
+            if (usage.owner != nullptr) {
+                d.ownerThreadId = gProvider->ThreadIdOf(jni, usage.owner);
+                if (d.ownerThreadId != 0) d.validData |= DR_MONITOR_OWNER_THREAD_ID;
+                jni->DeleteLocalRef(usage.owner);
+            }
+            for (jint i = 0; i < usage.waiter_count; ++i) jni->DeleteLocalRef(usage.waiters[i]);
+            for (jint i = 0; i < usage.notify_waiter_count; ++i) jni->DeleteLocalRef(usage.notify_waiters[i]);
+            jvmti->Deallocate(reinterpret_cast<unsigned char *>(usage.waiters));
+            jvmti->Deallocate(reinterpret_cast<unsigned char *>(usage.notify_waiters));
+        }
+    }
     gProvider->ContextOf(jni).contendRaised = true;
     gCore->Raise<IContendedMonitorEnterEventObserver>(d, mask);
 }
@@ -339,7 +358,7 @@ void JNICALL OnContendedEntered(jvmtiEnv *, JNIEnv *jni, jthread, jobject object
     if (!ctx.contendRaised) return;
     ctx.contendRaised = false;
     SContendedMonitorEnteredEventData d;
-    const ClientMask mask = MonitorData(jni, object, d);
+    const ClientMask mask = MonitorData(jni, object, d, EV_CONTENDED_MONITOR_ENTERED);
     gCore->Raise<IContendedMonitorEnteredEventObserver>(d, mask);
 }
 
@@ -457,6 +476,7 @@ jint Load(JavaVM *vm, const char *options) {
         wants(EV_CONTENDED_MONITOR_ENTERED)) {
         caps.can_generate_monitor_events = 1;
         caps.can_tag_objects = 1;
+        if (gCore->RequestedData(EV_CONTENDED_MONITOR_ENTER) & DR_MONITOR_OWNER_THREAD_ID) caps.can_get_monitor_info = 1;
     }
     if (wants(EV_JITTED_METHOD_LOADED) || wants(EV_JITTED_METHOD_UNLOADED) || wants(EV_DYNAMIC_CODE_GENERATED)) {
         caps.can_generate_compiled_method_load_events = 1;

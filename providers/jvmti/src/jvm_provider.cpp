@@ -502,6 +502,15 @@ ClientMask JvmProvider::InterestOf(TId classId, EEventGroup group) {
 
 // ---- Threads ---------------------------------------------------------------------------
 
+TId JvmProvider::ThreadIdOf(JNIEnv *jni, jthread thread) {
+    if (thread == nullptr) return 0;
+    std::lock_guard lock(mutex_);
+    for (const auto &[id, r] : threads_) {
+        if (r.alive && r.thread != nullptr && jni->IsSameObject(r.thread, thread)) return id;
+    }
+    return 0;
+}
+
 ThreadContext &JvmProvider::ContextOf(JNIEnv *jni) {
     if (tContext != nullptr) return *tContext;
     jthread thread = nullptr;

@@ -176,6 +176,9 @@ public:
 
     // ---- Threads
     ThreadContext &ContextOf(JNIEnv *jni);  // the calling thread's, created on first use
+    // The id of a live thread the provider has seen (a linear search: slow paths only),
+    // 0 when it has none.
+    TId ThreadIdOf(JNIEnv *jni, jthread thread);
     void OnThreadStart(JNIEnv *jni, jthread thread);
     void OnThreadEnd(JNIEnv *jni, jthread thread);
 
