@@ -28,7 +28,9 @@ public:
             Martini::MPI::TId thread;
             State *state;
         };
-        thread_local Cache cache{nullptr, 0, nullptr};
+        // initial-exec: one TLS load, no __tls_get_addr call (glibc keeps static TLS
+        // room for libraries loaded later; the core does the same).
+        static thread_local Cache cache __attribute__((tls_model("initial-exec"))) = {nullptr, 0, nullptr};
         if (cache.owner == this && cache.thread == threadId) return *cache.state;
         std::lock_guard lock(mutex_);
         auto &slot = states_[threadId];
