@@ -107,6 +107,17 @@ check("a bad one-line rule: position and reason", "filter rule 2 (column 6) \"bo
 r = run([replay, "--client", f"cgprof=filter=@{work}/missing.json", trace], expect=1)
 check("an unreadable rule file is named", "cannot read the filter file" in r.stderr and "missing.json" in r.stderr, r.stderr)
 
+out, r = cgprof("nodes=4,top=0,formats=json+collapsed", "budget")
+got = collapsed(os.path.join(out, "cgprof.collapsed"))
+marker = "(more_call_paths:_nodes=4_reached)"
+check("node budget: new paths kept per method under a marker, times stay additive", got == sorted([
+    "a.A.main 400", "a.A.main;a.A.work 220", "a.A.main;a.A.work;a.A.leaf 80",
+    f"{marker};a.A.rec 190", f"{marker};a.A.leaf 10", "a.A.work 90", "a.A.work;a.A.leaf 90"]), "\n".join(got))
+p = json.load(open(os.path.join(out, "cgprof.json")))
+calls = self_by_frame(p, "calls")
+check("node budget: per-method calls stay exact", calls["a.A.rec"] == 3 and calls["a.A.leaf"] == 5, calls)
+check("node budget: counted", p["counters"]["calls_beyond_node_budget"] == 4, p["counters"])
+
 out, r = cgprof("depth=3,top=0,formats=json+collapsed", "depth")
 got = collapsed(os.path.join(out, "cgprof.collapsed"))
 p = json.load(open(os.path.join(out, "cgprof.json")))
