@@ -2,7 +2,8 @@
 # cgprof's self-contained HTML report renders in headless Chromium: the flame graph
 # shows the shop trace's methods, and the page's #selftest hook (search, zoom, top
 # table) reports sane numbers. Leaves a screenshot for people to look at.
-# usage: html_report_test.sh MARTINI_REPLAY LIBCGPROF_SO SOURCE_ROOT OUTPUT_DIR
+# With LIBHEAPPROF_SO, also heapprof's allocation view (bytes, no calls column).
+# usage: html_report_test.sh MARTINI_REPLAY LIBCGPROF_SO SOURCE_ROOT OUTPUT_DIR [LIBHEAPPROF_SO]
 # Exits 77 (Meson's skip) when chromium is not installed.
 set -euo pipefail
 
@@ -71,6 +72,19 @@ if [[ $size -gt 5000 ]]; then
     echo "ok: screenshot $png ($size bytes)"
 else
     fail "screenshot $png missing or too small ($size bytes)"
+fi
+
+if [[ -n ${5:-} ]]; then
+    "$replay" --client "$5=exact,top=0,out=$tmp,formats=html" "$source_root/tests/profilers/heap_threads.jsonl"
+    chrome --dump-dom "file://$tmp/heapprof.html" >"$tmp/heap.html" || fail "chromium --dump-dom failed on heapprof.html"
+    if grep -qF 'data-frame="new app.Transfer"' "$tmp/heap.html"; then echo "ok: allocation view has new app.Transfer"
+    else fail "no data-frame=\"new app.Transfer\" in heapprof.html's DOM"; fi
+    if grep -qF '120 B' "$tmp/heap.html"; then echo "ok: allocation view shows bytes (120 B)"
+    else fail "heapprof.html does not show 120 B"; fi
+    if grep -qF 'data-key="calls"' "$tmp/heap.html"; then fail "heapprof.html has a calls column"
+    else echo "ok: no calls column in the allocation view"; fi
+    chrome --screenshot="$out_dir/heapprof-report.png" --window-size=1400,900 "file://$tmp/heapprof.html" ||
+        fail "chromium --screenshot failed on heapprof.html"
 fi
 
 if [[ $failures -ne 0 ]]; then
