@@ -13,7 +13,7 @@ extern const char kHtmlTemplate[];
 
 void WriteHtml(const Profile &profile, std::ostream &out) {
     std::ostringstream json;
-    WriteJson(profile, json);
+    WriteJson(profile, json, /*withSpans=*/false);  // slices belong in the Chrome trace
     // Inside <script type="application/json"> the text must not contain "</script" or
     // "<!--": '<' only occurs inside JSON strings, where \u003c means the same.
     std::string data;

@@ -92,7 +92,7 @@ Tree ReadTree(const json &j, const std::string &where, std::size_t metrics, std:
 
 }  // namespace
 
-void WriteJson(const Profile &p, std::ostream &out) {
+void WriteJson(const Profile &p, std::ostream &out, bool withSpans) {
     json j;
     j["format"] = kFormatName;
     j["version"] = kFormatVersion;
@@ -119,7 +119,9 @@ void WriteJson(const Profile &p, std::ostream &out) {
     j["threads"] = std::move(threads);
     j["merged"] = TreeJson(p.merged);
     json spans = json::array();
-    for (const Span &s : p.spans) spans.push_back(json::array({s.threadId, s.frame, s.startNs, s.durationNs, s.category}));
+    if (withSpans) {
+        for (const Span &s : p.spans) spans.push_back(json::array({s.threadId, s.frame, s.startNs, s.durationNs, s.category}));
+    }
     j["spans"] = std::move(spans);
     json names = json::array();
     for (const ThreadInfo &t : p.threadNames) names.push_back({{"id", t.id}, {"name", t.name}});

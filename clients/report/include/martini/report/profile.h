@@ -116,7 +116,8 @@ void WriteTopTable(const Profile &profile, std::ostream &out, std::size_t topN, 
 
 // ---- Formats (docs/formats.md) --------------------------------------------------
 
-void WriteJson(const Profile &profile, std::ostream &out);
+// `withSpans` false leaves "spans" empty (the HTML report shows trees, not slices).
+void WriteJson(const Profile &profile, std::ostream &out, bool withSpans = true);
 // Returns "" on success, else why the input is not a Martini profile (with the field
 // or the position).
 std::string ReadJson(std::istream &in, Profile &profile);
