@@ -28,7 +28,7 @@ enum Op : std::uint8_t {
     kAload0 = 0x2a, kAload = 0x19, kIfeq = 0x99, kGoto = 0xa7, kJsr = 0xa8, kTableswitch = 0xaa,
     kLookupswitch = 0xab, kIreturn = 0xac, kReturn = 0xb1, kInvokespecial = 0xb7, kInvokestatic = 0xb8,
     kAthrow = 0xbf, kWide = 0xc4, kIfnull = 0xc6, kIfnonnull = 0xc7, kGotoW = 0xc8, kJsrW = 0xc9,
-    kSipush = 0x11, kLdcW = 0x13, kIinc = 0x84,
+    kSipush = 0x11, kLdcW = 0x13, kIinc = 0x84, kInvokevirtual = 0xb6, kDup = 0x59,
 };
 
 struct Insn {
@@ -39,10 +39,12 @@ struct Insn {
     bool widen = false;                 // rewrite goto/jsr as goto_w/jsr_w
     std::int32_t low = 0;               // tableswitch
     std::vector<std::int32_t> keys;     // lookupswitch
-    // layout: code inserted before the instruction is [allocBefore][probeBefore]. A
+    // layout: code inserted before the instruction is [allocBefore][probeBefore][siteBefore]. A
     // branch to the instruction lands on its probeBefore (a leave probe before a
     // return); the allocation probe after super() is reached only by falling through.
-    std::uint32_t newOff = 0, newLen = 0, probeBefore = 0, allocBefore = 0;
+    // A site probe (siteBefore bytes) comes after both, right before the call; a
+    // branch to the call lands on it.
+    std::uint32_t newOff = 0, newLen = 0, probeBefore = 0, allocBefore = 0, siteBefore = 0;
 };
 
 inline bool IsReturn(std::uint8_t op) { return op >= kIreturn && op <= kReturn; }

@@ -35,12 +35,84 @@ constexpr std::uint32_t kAllocProbeSize = 10, kAllocProbeSizeNoClass = 7;
 // Class files from version 49 may ldc a class constant (JVMS 4.4.1, ldc).
 constexpr std::uint16_t kLdcClassVersion = 49;
 
+struct SiteRefs {
+    std::uint16_t interaction = 0, interactionStatic = 0;
+};
+
+// One site probe: before the call at old offset `at`.
+struct SitePlan {
+    std::uint32_t at = 0;
+    std::int32_t id = 0;
+    bool receiver = true;      // pass the receiver (not for the static sleep)
+    std::string args;          // the call's parameter descriptors, "JI"; spilled to locals
+};
+
+// {store opcode, load opcode, words} for a parameter descriptor's first character.
+struct LocalOps {
+    std::uint8_t store, load;
+    unsigned words;
+};
+LocalOps LocalOpsFor(char c) {
+    switch (c) {
+        case 'J': return {0x37, 0x16, 2};
+        case 'F': return {0x38, 0x17, 1};
+        case 'D': return {0x39, 0x18, 2};
+        case 'L': case '[': return {0x3a, 0x19, 1};
+        default: return {0x36, 0x15, 1};  // I Z B C S
+    }
+}
+
+// "(JI)V" -> "JI" (one character per parameter; references as 'L').
+std::string ParamChars(const std::string &desc) {
+    std::string out;
+    std::size_t i = 1;
+    while (i < desc.size() && desc[i] != ')') {
+        const char c = desc[i];
+        TypeWords(desc, i);
+        out.push_back(c == '[' ? 'L' : c);
+    }
+    return out;
+}
+
+unsigned SpillWords(const SitePlan &s) {
+    unsigned words = 0;
+    for (char c : s.args) words += LocalOpsFor(c).words;
+    return s.receiver ? words : 0;
+}
+
+// Bytes of a site probe whose spilled arguments start at local `base`.
+std::uint32_t SiteProbeSize(const SitePlan &s, unsigned base) {
+    std::uint32_t size = 6;  // push id + invokestatic
+    if (!s.receiver) return size;
+    size += 1;  // dup
+    unsigned local = base;
+    for (char c : s.args) {
+        size += 2 * (local <= 255 ? 2 : 4);  // store and load, wide past 255
+        local += LocalOpsFor(c).words;
+    }
+    return size;
+}
+
+void EmitLocal(Writer &w, std::uint8_t op, unsigned local) {
+    if (local <= 255) {
+        w.U1(op);
+        w.U1(local);
+    } else {
+        w.U1(kWide);
+        w.U1(op);
+        w.U2(local);
+    }
+}
+
+void EmitSiteProbe(Writer &w, const SitePlan &s, unsigned base, const SiteRefs &refs, PoolAppender &pool);
+
 // What to insert into one method.
 struct Plan {
     std::optional<std::int32_t> call;   // enter/leave probe id
     std::optional<std::int32_t> alloc;  // class probe id, inserted before the instruction at allocAt
     std::uint32_t allocAt = 0;          // old offset of the instruction after super()
     std::optional<std::uint32_t> track; // an old instruction offset whose new offset is wanted
+    std::vector<SitePlan> sites;        // in code order
 };
 
 struct Rewritten {
@@ -75,6 +147,58 @@ void EmitAllocProbe(Writer &w, std::int32_t id, const AllocRefs &refs, PoolAppen
     }
     w.U1(kInvokestatic);
     w.U2(refs.method);
+}
+
+void EmitSiteProbe(Writer &w, const SitePlan &s, unsigned base, const SiteRefs &refs, PoolAppender &pool) {
+    if (!s.receiver) {
+        EmitProbe(w, s.id, refs.interactionStatic, pool);
+        return;
+    }
+    // The arguments, last first, into locals base.. (the receiver is then on top).
+    std::vector<unsigned> locals;
+    unsigned local = base;
+    for (char c : s.args) {
+        locals.push_back(local);
+        local += LocalOpsFor(c).words;
+    }
+    for (std::size_t k = s.args.size(); k-- > 0;) EmitLocal(w, LocalOpsFor(s.args[k]).store, locals[k]);
+    w.U1(kDup);
+    EmitProbe(w, s.id, refs.interaction, pool);
+    for (std::size_t k = 0; k < s.args.size(); ++k) EmitLocal(w, LocalOpsFor(s.args[k]).load, locals[k]);
+}
+
+// The thread-interaction kind a Methodref called by `op` may reach, or none.
+std::optional<Interaction> InteractionOf(std::uint8_t op, const std::string &owner, const std::string &name,
+                                         const std::string &desc) {
+    if (op == kInvokestatic) {
+        if (owner == "java/lang/Thread" && name == "sleep" && (desc == "(J)V" || desc == "(JI)V")) {
+            return Interaction::kSleep;
+        }
+        return std::nullopt;
+    }
+    if (name == "notify" && desc == "()V") return Interaction::kNotify;
+    if (name == "notifyAll" && desc == "()V") return Interaction::kNotifyAll;
+    if (name == "start" && desc == "()V") return Interaction::kStart;
+    if (name == "interrupt" && desc == "()V") return Interaction::kInterrupt;
+    if (name == "join" && (desc == "()V" || desc == "(J)V" || desc == "(JI)V")) return Interaction::kJoin;
+    return std::nullopt;
+}
+
+// The candidate call sites of a method's code, in code order.
+std::vector<CallSite> FindCallSites(const ParsedClass &pc, const Code &code) {
+    std::vector<CallSite> out;
+    for (const Insn &in : Decode(code.bytes)) {
+        if (in.op != kInvokevirtual && in.op != kInvokespecial && in.op != kInvokestatic) continue;
+        const std::uint16_t ref = static_cast<std::uint16_t>(code.bytes[in.off + 1] << 8 | code.bytes[in.off + 2]);
+        if (ref == 0 || ref >= pc.cp.tags.size() || pc.cp.tags[ref] != kMethodref) continue;
+        auto [name, desc] = pc.cp.NameAndType(ref);
+        if (name.empty() || name[0] == '<') continue;
+        std::string owner = pc.cp.ClassName(pc.cp.U2At(pc.cp.at[ref]));
+        const auto kind = InteractionOf(in.op, owner, name, desc);
+        if (!kind) continue;
+        out.push_back({*kind, in.op, std::move(owner), std::move(name), std::move(desc), in.off});
+    }
+    return out;
 }
 
 const Attribute *FindStackMap(const Code &code) {
@@ -122,7 +246,8 @@ struct Handler {
 };
 
 Rewritten RewriteCode(const ParsedClass &pc, const Method &m, const MethodDecl &d, const Plan &plan,
-                      PoolAppender &pool, const ProbeRefs &refs, const AllocRefs &allocRefs) {
+                      PoolAppender &pool, const ProbeRefs &refs, const AllocRefs &allocRefs,
+                      const SiteRefs &siteRefs) {
     const bool call = plan.call.has_value();
     const std::int32_t id = plan.call.value_or(0);
     const Attribute &codeAttr = m.attrs[static_cast<std::size_t>(m.code)];
@@ -180,6 +305,19 @@ Rewritten RewriteCode(const ParsedClass &pc, const Method &m, const MethodDecl &
     }
 
     if (plan.alloc) insnAt(plan.allocAt, "allocation probe position");
+    // Site probes: their spilled arguments go to new locals past max_locals.
+    const unsigned spillBase = code.maxLocals;
+    unsigned spillWords = 0;
+    std::vector<std::int32_t> siteOf(insns.size(), -1);  // instruction index -> plan.sites index
+    for (std::size_t k = 0; k < plan.sites.size(); ++k) {
+        Insn &in = insnAt(plan.sites[k].at, "call site");
+        if (in.op != kInvokevirtual && in.op != kInvokespecial && in.op != kInvokestatic) {
+            throw FormatError("call site " + std::to_string(in.off) + " is not an invoke");
+        }
+        siteOf[static_cast<std::size_t>(&in - insns.data())] = static_cast<std::int32_t>(k);
+        spillWords = std::max(spillWords, SpillWords(plan.sites[k]));
+    }
+    if (spillBase + spillWords > 0xffff) throw SkipMethod("max_locals would exceed 65535 with the spilled arguments");
     const std::uint32_t allocSize = allocRefs.thisClass != 0 ? kAllocProbeSize : kAllocProbeSizeNoClass;
 
     // Layout: probes go before every return; branches to a return go to its probe. The
@@ -188,12 +326,12 @@ Rewritten RewriteCode(const ParsedClass &pc, const Method &m, const MethodDecl &
     // runs it).
     auto targetNew = [&](std::int64_t off) -> std::uint32_t {
         const Insn &in = insnAt(off, "target");
-        return in.newOff - in.probeBefore;
+        return in.newOff - in.probeBefore - in.siteBefore;
     };
     // Where Martini's own handler ranges start: the allocation probe is covered too.
     auto handlerStartNew = [&](std::int64_t off) -> std::uint32_t {
         const Insn &in = insnAt(off, "handler range start");
-        return in.newOff - in.probeBefore - in.allocBefore;
+        return in.newOff - in.probeBefore - in.siteBefore - in.allocBefore;
     };
     auto rangeEnd = [&](std::uint32_t off, std::uint32_t codeEnd) { return off == len ? codeEnd : targetNew(off); };
     std::uint32_t codeEnd = 0;
@@ -205,6 +343,9 @@ Rewritten RewriteCode(const ParsedClass &pc, const Method &m, const MethodDecl &
             pos += in.allocBefore;
             in.probeBefore = call && IsReturn(in.op) ? kProbeSize : 0;
             pos += in.probeBefore;
+            const std::int32_t site = siteOf[static_cast<std::size_t>(&in - insns.data())];
+            in.siteBefore = site < 0 ? 0 : SiteProbeSize(plan.sites[static_cast<std::size_t>(site)], spillBase);
+            pos += in.siteBefore;
             in.newOff = pos;
             if (in.op == kTableswitch || in.op == kLookupswitch) {
                 const std::uint32_t oldPad = (4 - (in.off + 1) % 4) % 4, newPad = (4 - (pos + 1) % 4) % 4;
@@ -231,7 +372,8 @@ Rewritten RewriteCode(const ParsedClass &pc, const Method &m, const MethodDecl &
     // The counts and max_stack below are u2s; one more would wrap around. A call probe
     // pushes one word (a handler two: the exception and the id); the allocation probe
     // three, on top of whatever the stack holds after super().
-    const unsigned extraStack = plan.alloc ? 3 : 1;
+    // A site probe two (dup, id), after its arguments were spilled.
+    const unsigned extraStack = std::max(plan.alloc ? 3u : 1u, plan.sites.empty() ? 0u : 2u);
     if (code.maxStack + extraStack > 0xffff) {
         throw SkipMethod("max_stack is " + std::to_string(code.maxStack) + "; the probes need " +
                          std::to_string(extraStack) + " more words");
@@ -249,6 +391,12 @@ Rewritten RewriteCode(const ParsedClass &pc, const Method &m, const MethodDecl &
     for (const Insn &in : insns) {
         if (in.allocBefore != 0) EmitAllocProbe(c, *plan.alloc, allocRefs, pool);
         if (in.probeBefore != 0) EmitProbe(c, id, refs.leave, pool);
+        if (in.siteBefore != 0) {
+            const std::size_t before = c.size();
+            EmitSiteProbe(c, plan.sites[static_cast<std::size_t>(siteOf[static_cast<std::size_t>(&in - insns.data())])],
+                          spillBase, siteRefs, pool);
+            if (c.size() - before != in.siteBefore) throw std::logic_error("site probe size");
+        }
         const auto rel = [&](std::int64_t target) {
             return static_cast<std::uint32_t>(static_cast<std::int32_t>(std::int64_t{targetNew(target)} - in.newOff));
         };
@@ -293,7 +441,7 @@ Rewritten RewriteCode(const ParsedClass &pc, const Method &m, const MethodDecl &
     const std::size_t lengthAt = w.size();
     w.U4(0);
     w.U2(std::max<unsigned>(code.maxStack + extraStack, call ? 2u : 0u));
-    w.U2(code.maxLocals);
+    w.U2(spillBase + spillWords);
     w.U4(static_cast<std::uint32_t>(c.size()));
     w.Bytes(c.out);
     std::size_t ranges = 0;
@@ -434,6 +582,11 @@ InstrumentResult InstrumentClass(std::span<const std::uint8_t> classBytes, const
 
 InstrumentResult InstrumentClass(std::span<const std::uint8_t> classBytes, const ProbeSelector &select,
                                  const AllocSelector &alloc, const ProbeNames &probes) {
+    return InstrumentClass(classBytes, select, alloc, SiteSelector{}, probes);
+}
+
+InstrumentResult InstrumentClass(std::span<const std::uint8_t> classBytes, const ProbeSelector &select,
+                                 const AllocSelector &alloc, const SiteSelector &sites, const ProbeNames &probes) {
     InstrumentResult result;
     ParsedClass pc;
     try {
@@ -450,6 +603,7 @@ InstrumentResult InstrumentClass(std::span<const std::uint8_t> classBytes, const
         PoolAppender pool(pc.cp);
         std::optional<ProbeRefs> refs;
         std::optional<AllocRefs> allocRefs;
+        std::optional<SiteRefs> siteRefs;
         std::vector<std::vector<std::uint8_t>> newCode(pc.methods.size());
 
         // Allocation probes: only classes that can have instances of their own, and
@@ -495,7 +649,24 @@ InstrumentResult InstrumentClass(std::span<const std::uint8_t> classBytes, const
                     result.allocSkipped.push_back(signature + ": " + e.what());
                 }
             }
-            if (!plan.call && !plan.alloc) continue;
+            if (sites) {
+                const Code code = ReadCode(pc, pc.methods[i].attrs[static_cast<std::size_t>(pc.methods[i].code)]);
+                for (const CallSite &site : FindCallSites(pc, code)) {
+                    const std::int64_t sid = sites(pc.decl, d, site);
+                    if (sid == kNoProbe) continue;
+                    if (sid < 0 || sid > std::numeric_limits<std::int32_t>::max()) {
+                        result.sitesSkipped.push_back(signature + ": site probe id out of range");
+                        continue;
+                    }
+                    SitePlan sp;
+                    sp.at = site.offset;
+                    sp.id = static_cast<std::int32_t>(sid);
+                    sp.receiver = site.opcode != kInvokestatic;
+                    sp.args = ParamChars(site.descriptor);
+                    plan.sites.push_back(std::move(sp));
+                }
+            }
+            if (!plan.call && !plan.alloc && plan.sites.empty()) continue;
             try {
                 if (plan.call && !refs) {
                     ProbeRefs r;
@@ -515,18 +686,26 @@ InstrumentResult InstrumentClass(std::span<const std::uint8_t> classBytes, const
                     }
                     allocRefs = r;
                 }
+                if (!plan.sites.empty() && !siteRefs) {
+                    SiteRefs r;
+                    r.interaction = pool.Methodref(probes.owner, probes.interaction, "(Ljava/lang/Object;I)V");
+                    r.interactionStatic = pool.Methodref(probes.owner, probes.interactionStatic, "(I)V");
+                    siteRefs = r;
+                }
                 Rewritten rw = RewriteCode(pc, pc.methods[i], d, plan, pool, refs.value_or(ProbeRefs{}),
-                                           allocRefs.value_or(AllocRefs{}));
+                                           allocRefs.value_or(AllocRefs{}), siteRefs.value_or(SiteRefs{}));
                 newCode[i] = std::move(rw.codeAttribute);
                 if (plan.track) result.delegationOffsets[i] = rw.tracked;
                 if (plan.call) ++result.instrumented;
                 if (plan.alloc) ++result.allocProbed;
+                result.sitesProbed += static_cast<unsigned>(plan.sites.size());
             } catch (const SkipMethod &e) {
                 if (plan.call) result.skipped.push_back(signature + ": " + e.what());
                 if (plan.alloc) result.allocSkipped.push_back(signature + ": " + e.what());
+                if (!plan.sites.empty()) result.sitesSkipped.push_back(signature + ": " + e.what());
             }
         }
-        if (result.instrumented == 0 && result.allocProbed == 0) return result;
+        if (result.instrumented == 0 && result.allocProbed == 0 && result.sitesProbed == 0) return result;
 
         Writer w;
         w.Bytes(classBytes.subspan(0, 8));  // magic, minor, major
@@ -555,6 +734,7 @@ InstrumentResult InstrumentClass(std::span<const std::uint8_t> classBytes, const
         result.changed = false;
         result.instrumented = 0;
         result.allocProbed = 0;
+        result.sitesProbed = 0;
         result.delegationOffsets.clear();
         result.bytes.clear();
         result.error = e.what();

@@ -37,6 +37,23 @@
 // not known to be in it), or whose super() call cannot be found, is reported in
 // `allocSkipped` and gets no allocation probe.
 //
+// Site probes (thread interactions). A SiteSelector is asked about every call site
+// in a method with code that may reach one of: Object.notify()V, Object.notifyAll()V
+// (invokevirtual/invokespecial of that name and descriptor, any owner: they are final
+// in Object), Thread.start()V, join()V, join(J)V, join(JI)V, interrupt()V
+// (invokevirtual/invokespecial, any owner: javac names the receiver's static type, a
+// subclass of Thread or not, so the runtime checks the receiver), and the static
+// java/lang/Thread.sleep(J)V and sleep(JI)V (invokestatic, owner java/lang/Thread).
+// For a site it returns an id S (0 .. 2^31-1) or kNoProbe. Before the call:
+//   no arguments:                  dup; push S; invokestatic <probes>.interaction(Ljava/lang/Object;I)V
+//   join(J)/join(JI):              the arguments are stored to new locals past
+//                                  max_locals (which grows by their words), then
+//                                  dup; push S; invokestatic interaction; and reloaded
+//   sleep (no receiver):           push S; invokestatic <probes>.interactionStatic(I)V
+// A branch to the call lands on its site probe (its stack is the call's), so the
+// StackMapTable only moves; the spilled locals are in no frame (Top). A method whose
+// site probes cannot be inserted is reported in `sitesSkipped`.
+//
 // Branch offsets, switch padding, the exception table, StackMapTable (including
 // Uninitialized(offset) types), LineNumberTable, LocalVariableTable and
 // LocalVariableTypeTable are remapped; `goto` is widened to `goto_w` when a jump no
@@ -100,6 +117,20 @@ struct ProbeNames {
     std::string leaveExceptional = "leaveExceptional";
     std::string alloc = "alloc";                    // (Ljava/lang/Object;Ljava/lang/Class;I)V
     std::string allocByClassId = "allocByClassId";  // (Ljava/lang/Object;I)V, class files < 49
+    std::string interaction = "interaction";              // (Ljava/lang/Object;I)V
+    std::string interactionStatic = "interactionStatic";  // (I)V
+};
+
+// What a site probe's call may be; the values are Martini's EThreadInteractionType.
+enum class Interaction : int { kNotify = 1, kNotifyAll = 2, kStart = 3, kJoin = 4, kSleep = 5, kInterrupt = 6 };
+
+struct CallSite {
+    Interaction kind;
+    std::uint8_t opcode;     // 0xb6 invokevirtual, 0xb7 invokespecial, 0xb8 invokestatic
+    std::string owner;       // the Methodref's class, as written: "java/lang/Thread", "app/Worker"
+    std::string name;        // "join"
+    std::string descriptor;  // "(J)V"
+    std::uint32_t offset;    // bytecode index of the call in the original code
 };
 
 inline constexpr std::int64_t kNoProbe = -1;
@@ -110,6 +141,10 @@ using ProbeSelector = std::function<std::int64_t(const ClassDecl &, const Method
 // Called at most once per class (see the header comment for which classes); returns
 // the class probe id (0 .. 2^31-1) or kNoProbe.
 using AllocSelector = std::function<std::int64_t(const ClassDecl &)>;
+
+// Called once per candidate call site (see the header comment), in code order per
+// method; returns the site probe id (0 .. 2^31-1) or kNoProbe.
+using SiteSelector = std::function<std::int64_t(const ClassDecl &, const MethodDecl &, const CallSite &)>;
 
 struct InstrumentResult {
     bool parsed = false;       // false: `error` says why; `bytes` is empty
@@ -126,6 +161,9 @@ struct InstrumentResult {
     // this(...), the offset of that invokespecial in the output code; -1 otherwise.
     // Filled only for classes that got an allocation probe id (else empty).
     std::vector<std::int64_t> delegationOffsets;
+    // Site probes (only with a SiteSelector):
+    unsigned sitesProbed = 0;               // call sites that got a site probe
+    std::vector<std::string> sitesSkipped;  // "name descriptor: reason" per method whose sites did not
 };
 
 // Parses the class and declares what it has (no rewriting).
@@ -139,5 +177,10 @@ InstrumentResult InstrumentClass(std::span<const std::uint8_t> classBytes, const
 // may be empty: no call probes, or no allocation probes.
 InstrumentResult InstrumentClass(std::span<const std::uint8_t> classBytes, const ProbeSelector &select,
                                  const AllocSelector &alloc, const ProbeNames &probes = {});
+
+// The same, and asks `sites` about thread-interaction call sites. Any selector may be empty.
+InstrumentResult InstrumentClass(std::span<const std::uint8_t> classBytes, const ProbeSelector &select,
+                                 const AllocSelector &alloc, const SiteSelector &sites,
+                                 const ProbeNames &probes = {});
 
 }  // namespace martini::jvm

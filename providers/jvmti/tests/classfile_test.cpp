@@ -271,7 +271,7 @@ std::string CheckInstrumentResult(const InstrumentResult &r) {
     }
     if (!r.changed) return r.bytes.empty() ? "" : "unchanged but returned bytes";
     if (r.bytes.empty()) return "changed but no bytes";
-    if (r.instrumented == 0 && r.allocProbed == 0) return "changed but nothing instrumented";
+    if (r.instrumented == 0 && r.allocProbed == 0 && r.sitesProbed == 0) return "changed but nothing instrumented";
     if (!r.delegationOffsets.empty() && r.delegationOffsets.size() != r.decl.methods.size()) {
         return "delegationOffsets does not have one entry per method";
     }
@@ -1133,4 +1133,91 @@ TEST(Classfile, EverySampleClassWithAllocProbesParsesAgain) {
             }
         }
     }
+}
+
+// ---- Site probes (thread interactions) -----------------------------------------------
+
+TEST(Classfile, SiteProbeSpillsJoinArgumentsToNewLocals) {
+    REQUIRE_CLASSES();
+    const Bytes original = LoadClass("interact/Interactions");
+    std::vector<CallSite> seen;
+    const InstrumentResult r = InstrumentClass(
+        original, ProbeSelector{}, AllocSelector{},
+        [&](const ClassDecl &, const MethodDecl &m, const CallSite &s) -> std::int64_t {
+            if (m.name != "joinAll") return kNoProbe;
+            seen.push_back(s);
+            return 40000 + static_cast<std::int64_t>(seen.size());  // past 32767: ldc_w
+        });
+    ASSERT_TRUE(r.changed) << r.error;
+    EXPECT_EQ(CheckInstrumentResult(r), "");
+    ASSERT_EQ(seen.size(), 3u);
+    EXPECT_EQ(r.sitesProbed, 3u);
+    EXPECT_TRUE(r.sitesSkipped.empty());
+    EXPECT_EQ(seen[0].descriptor, "()V");
+    EXPECT_EQ(seen[1].descriptor, "(J)V");
+    EXPECT_EQ(seen[2].descriptor, "(JI)V");
+    for (const CallSite &s : seen) {
+        EXPECT_EQ(s.kind, Interaction::kJoin);
+        EXPECT_EQ(s.opcode, 0xb6);
+        EXPECT_EQ(s.owner, "java/lang/Thread");
+    }
+    const TestClass before = ReadTestClass(original), after = ReadTestClass(r.bytes);
+    const TestMethod &om = *before.Find("joinAll", "([Ljava/lang/Thread;)V");
+    const TestMethod &nm = *after.Find("joinAll", "([Ljava/lang/Thread;)V");
+    EXPECT_EQ(nm.maxStack, om.maxStack + 2);
+    // Find the (JI)V call in the new code and check what precedes it:
+    //   istore base+2; lstore base; dup; ldc_w #40003; invokestatic interaction;
+    //   lload base; iload base+2; invokevirtual join(JI)V
+    std::size_t call = 0;
+    for (std::size_t i = 0; i + 2 < nm.code.size(); ++i) {
+        if (nm.code[i] == 0xb6 && after.Member(U2At(nm.code, i + 1)) == "java/lang/Thread.join(JI)V") call = i;
+    }
+    ASSERT_GT(call, 15u);
+    const std::size_t p = call - 15;
+    // Locals: the method's own (threads, timeout (2), nanos) = 4; spilled from 4.
+    EXPECT_EQ(nm.code[p], 0x36) << "istore";
+    EXPECT_EQ(nm.code[p + 1], 6);
+    EXPECT_EQ(nm.code[p + 2], 0x37) << "lstore";
+    EXPECT_EQ(nm.code[p + 3], 4);
+    EXPECT_EQ(nm.code[p + 4], 0x59) << "dup";
+    EXPECT_EQ(nm.code[p + 5], 0x13) << "ldc_w";
+    EXPECT_EQ(after.ints.at(U2At(nm.code, p + 6)), 40003);
+    EXPECT_EQ(nm.code[p + 8], 0xb8) << "invokestatic";
+    EXPECT_EQ(after.Member(U2At(nm.code, p + 9)), "martini/runtime/Probes.interaction(Ljava/lang/Object;I)V");
+    EXPECT_EQ(nm.code[p + 11], 0x16) << "lload";
+    EXPECT_EQ(nm.code[p + 12], 4);
+    EXPECT_EQ(nm.code[p + 13], 0x15) << "iload";
+    EXPECT_EQ(nm.code[p + 14], 6);
+    const std::size_t added = nm.code.size() - om.code.size();
+    EXPECT_EQ(added, 7u /* join() */ + 11u /* join(J) */ + 15u /* join(JI) */);
+}
+
+TEST(Classfile, SleepSiteGetsAStaticProbeAndOtherCallsNone) {
+    REQUIRE_CLASSES();
+    const Bytes original = LoadClass("interact/Interactions$Sleeper");
+    unsigned asked = 0;
+    const InstrumentResult r = InstrumentClass(
+        original, ProbeSelector{}, AllocSelector{}, [&](const ClassDecl &, const MethodDecl &m, const CallSite &s) {
+            ++asked;
+            EXPECT_EQ(m.name, "run");
+            EXPECT_EQ(s.kind, Interaction::kSleep);
+            EXPECT_EQ(s.opcode, 0xb8);
+            return std::int64_t{5};
+        });
+    ASSERT_TRUE(r.changed) << r.error;
+    EXPECT_EQ(asked, 1u) << "println and <init> calls are no candidate sites";
+    const TestClass before = ReadTestClass(original), after = ReadTestClass(r.bytes);
+    const Bytes &o = before.Find("run", "()V")->code, &n = after.Find("run", "()V")->code;
+    ASSERT_EQ(n.size(), o.size() + 6);
+    // ldc2_w 10000 (3 bytes), then: sipush 5; invokestatic interactionStatic(I)V
+    EXPECT_EQ(n[3], 0x11);
+    EXPECT_EQ(U2At(n, 4), 5u);
+    EXPECT_EQ(after.Member(U2At(n, 7)), "martini/runtime/Probes.interactionStatic(I)V");
+    EXPECT_EQ(before.Member(U2At(o, 4)), "java/lang/Thread.sleep(J)V");
+    // A selector that wants nothing leaves the class byte for byte.
+    const InstrumentResult none = InstrumentClass(original, ProbeSelector{}, AllocSelector{},
+                                                  [](const ClassDecl &, const MethodDecl &, const CallSite &) {
+                                                      return kNoProbe;
+                                                  });
+    EXPECT_FALSE(none.changed);
 }

@@ -23,6 +23,8 @@ public final class Probes {
     private static final Map<Object, Boolean> SEEN = Collections.synchronizedMap(new IdentityHashMap<>());
     // allocByClassId (class files before version 49): "id<TAB>runtime class" -> count
     private static final Map<String, Long> BY_ID = Collections.synchronizedMap(new TreeMap<>());
+    // Site probes: "id<TAB>receiver class" ("-" for none) -> count
+    private static final Map<String, Long> SITES = Collections.synchronizedMap(new TreeMap<>());
 
     static {
         Runtime.getRuntime().addShutdownHook(new Thread(Probes::report));
@@ -61,6 +63,14 @@ public final class Probes {
         BY_ID.merge(classId + "\t" + o.getClass().getName().replace('.', '/'), 1L, Long::sum);
     }
 
+    public static void interaction(Object o, int id) {
+        SITES.merge(id + "\t" + (o == null ? "null" : o.getClass().getName().replace('.', '/')), 1L, Long::sum);
+    }
+
+    public static void interactionStatic(int id) {
+        SITES.merge(id + "\t-", 1L, Long::sum);
+    }
+
     private static void pop(int id) {
         int[] depth = DEPTH.get();
         if (depth[0] == 0 || STACK.get()[depth[0] - 1] != id) {
@@ -84,6 +94,11 @@ public final class Probes {
         synchronized (BY_ID) {
             for (Map.Entry<String, Long> e : BY_ID.entrySet()) {
                 sb.append("allocById\t").append(e.getKey()).append('\t').append(e.getValue()).append('\n');
+            }
+        }
+        synchronized (SITES) {
+            for (Map.Entry<String, Long> e : SITES.entrySet()) {
+                sb.append("site\t").append(e.getKey()).append('\t').append(e.getValue()).append('\n');
             }
         }
         sb.append("duplicates\t").append(DUPLICATES.get(0)).append('\n');
