@@ -29,8 +29,9 @@ using namespace Martini::MPI;
 
 core::Core *gCore = nullptr;
 bool gCallGraph = false;  // some client observes MethodEnter/MethodLeave
-// Bytecode instrumentation is on: for the call graph, or for exact allocation mode
-// (allocation probes in constructors). Either needs ClassFileLoadHook, retransformation,
+// Bytecode instrumentation is on: for the call graph, for exact allocation mode
+// (allocation probes in constructors), or for thread interactions and parents (site
+// probes). Either needs ClassFileLoadHook, retransformation,
 // martini-probes.jar on the bootstrap class path and the probes' natives.
 bool gInstrument = false;
 jclass gProbesClass = nullptr;
@@ -122,8 +123,8 @@ void JNICALL OnVmInit(jvmtiEnv *jvmti, JNIEnv *jni, jthread) {
         jclass probes = jni->FindClass("martini/runtime/Probes");
         if (probes == nullptr) {
             jni->ExceptionClear();
-            Log("cannot load martini.runtime.Probes (martini-probes.jar next to the agent?): no call-graph or exact "
-                "allocation events");
+            Log("cannot load martini.runtime.Probes (martini-probes.jar next to the agent?): no call-graph, exact "
+                "allocation or thread-interaction events");
         } else {
             static JNINativeMethod natives[] = {
                 {const_cast<char *>("enter"), const_cast<char *>("(I)V"),
@@ -143,11 +144,22 @@ void JNICALL OnVmInit(jvmtiEnv *jvmti, JNIEnv *jni, jthread) {
                  reinterpret_cast<void *>(+[](JNIEnv *env, jclass, jobject o, jint id) {
                      gProvider->Allocated(env, o, id, true);
                  })},
+                // Thread interactions: site probes before notify/start/join/... calls.
+                {const_cast<char *>("interaction"), const_cast<char *>("(Ljava/lang/Object;I)V"),
+                 reinterpret_cast<void *>(+[](JNIEnv *env, jclass, jobject o, jint site) {
+                     gProvider->Interaction(env, o, site);
+                 })},
+                {const_cast<char *>("interactionStatic"), const_cast<char *>("(I)V"),
+                 reinterpret_cast<void *>(+[](JNIEnv *env, jclass, jint site) {
+                     gProvider->Interaction(env, nullptr, site);
+                 })},
             };
+            gProvider->SetThreadClass(jni);
             gProbesClass = static_cast<jclass>(jni->NewGlobalRef(probes));
             if (jni->RegisterNatives(probes, natives, sizeof natives / sizeof natives[0]) != 0) {
                 jni->ExceptionClear();
-                Log("cannot bind martini.runtime.Probes natives: no call-graph or exact allocation events");
+                Log("cannot bind martini.runtime.Probes natives: no call-graph, exact allocation or thread-interaction "
+                    "events");
             } else {
                 // An allocation stack starts in these; the provider leaves them off.
                 std::vector<jmethodID> probeMethods;
@@ -451,7 +463,12 @@ jint Load(JavaVM *vm, const char *options) {
     // The clients asked for their allocation sampling interval in MPICL_Instantiate:
     // interval 0 (every allocation) means exact mode, decided now, before any class loads.
     const bool exactAllocations = gProvider->DecideAllocationMode(wants(EV_OBJECT_ALLOC));
-    gInstrument = gCallGraph || exactAllocations;
+    // Thread interactions and thread parents come from site probes before the calls of
+    // Object.notify/notifyAll and Thread.start/join/sleep/interrupt.
+    const bool interactions = wants(EV_THREAD_INTERACTION);
+    const bool parents = wants(EV_THREAD_START) && (gCore->RequestedData(EV_THREAD_START) & DR_THREAD_PARENT_ID);
+    gProvider->SetInteractionMode(interactions, parents);
+    gInstrument = gCallGraph || exactAllocations || interactions || parents;
     const bool classes = gInstrument || wants(EV_CLASS_LOAD) || wants(EV_NEW_METHOD);
     jvmtiCapabilities caps{};
     caps.can_get_line_numbers = 1;
@@ -472,6 +489,7 @@ jint Load(JavaVM *vm, const char *options) {
         caps.can_tag_objects = 1;
     }
     if (wants(EV_OBJECT_FREE)) caps.can_generate_object_free_events = 1;
+    if (interactions || parents) caps.can_tag_objects = 1;  // receivers' ids; started threads' parents
     if (wants(EV_MONITOR_WAIT) || wants(EV_MONITOR_WAITED) || wants(EV_CONTENDED_MONITOR_ENTER) ||
         wants(EV_CONTENDED_MONITOR_ENTERED)) {
         caps.can_generate_monitor_events = 1;
@@ -522,7 +540,8 @@ jint Load(JavaVM *vm, const char *options) {
     if (gInstrument) {
         const std::string jar = agentDir + "/martini-probes.jar";
         if (jvmti->AddToBootstrapClassLoaderSearch(jar.c_str()) != JVMTI_ERROR_NONE) {
-            Log("cannot add " + jar + " to the bootstrap class path: no call-graph or exact allocation events");
+            Log("cannot add " + jar + " to the bootstrap class path: no call-graph, exact allocation or "
+                "thread-interaction events");
             gCallGraph = false;
             gInstrument = false;
         }

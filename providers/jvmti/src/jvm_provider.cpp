@@ -16,6 +16,8 @@ JvmProvider *gProvider = nullptr;
 
 namespace {
 
+constexpr std::uint8_t kInvokespecialOp = 0xb7;
+
 // The calling thread's context; set on its first probe or at ThreadStart, cleared at
 // ThreadEnd. Initial-exec: one TLS load on the probes' path.
 constinit thread_local ThreadContext *tContext __attribute__((tls_model("initial-exec"))) = nullptr;
@@ -112,10 +114,10 @@ bool JvmProvider::CanRaise(TEventType event) const noexcept {
         case EV_GC_START: case EV_GC_END: case EV_OBJECT_ALLOC: case EV_OBJECT_FREE:
         case EV_MONITOR_WAIT: case EV_MONITOR_WAITED: case EV_CONTENDED_MONITOR_ENTER:
         case EV_CONTENDED_MONITOR_ENTERED: case EV_JITTED_METHOD_LOADED: case EV_JITTED_METHOD_UNLOADED:
-        case EV_DYNAMIC_CODE_GENERATED: case EV_EC_SET_OUTPUT_DIRECTORY:
+        case EV_DYNAMIC_CODE_GENERATED: case EV_EC_SET_OUTPUT_DIRECTORY: case EV_THREAD_INTERACTION:
             return true;
         default:
-            return false;  // not yet: modules, moved references, interactions, start/stop control, sampling
+            return false;  // not yet: modules, moved references, start/stop control, sampling
     }
 }
 
@@ -248,11 +250,38 @@ std::vector<std::uint8_t> JvmProvider::OnClassFile(JNIEnv *jni, jobject loader, 
         if (probe != kNoProbe) allocProbe = static_cast<TId>(probe);
         return probe;
     };
+    // Thread interactions: the filters are asked once per method containing a
+    // candidate call site; its sites get probes when some client wants the method, or
+    // (Thread.start() sites) when some client wants thread parents.
+    std::map<std::size_t, ClientMask> interestByMethod;  // method index -> mask
+    auto selectSite = [&](const ClassDecl &decl, const MethodDecl &m, const CallSite &site) -> std::int64_t {
+        declare(decl);
+        const auto i = static_cast<std::size_t>(&m - decl.methods.data());
+        if (!instrumenting || i >= ids.size() || methods_.Get(ids[i]) == nullptr) return kNoProbe;
+        // java.lang.Thread's own methods call each other (join() -> join(0), sleep(ms,
+        // ns) -> sleep(ms)): one interaction each, reported at the caller's site.
+        if (decl.internalName == "java/lang/Thread" || decl.internalName == "java/lang/Object") return kNoProbe;
+        auto known = interestByMethod.find(i);
+        if (known == interestByMethod.end()) {
+            ClientMask mask = 0;
+            if (interactions_) {
+                const std::string className = SourceName(decl.internalName);
+                SThreadInteractionFilterData data{className.c_str(), m.name.c_str(), m.descriptor.c_str()};
+                mask = core_->ThreadInteractionInterest(ids[i], data);
+            }
+            known = interestByMethod.emplace(i, mask).first;
+        }
+        const bool parent = parents_ && site.kind == Interaction::kStart;
+        if (known->second == 0 && !parent) return kNoProbe;
+        return SiteProbeFor(ids[i], site, known->second);
+    };
     const bool wantsCalls = core_->HasObservers(EV_METHOD_ENTER) || core_->HasObservers(EV_METHOD_LEAVE);
     const bool wantsAllocs = exactAllocations_;
-    InstrumentResult result = wantsCalls || wantsAllocs
+    const bool wantsSites = SiteProbesWanted();
+    InstrumentResult result = wantsCalls || wantsAllocs || wantsSites
                                   ? InstrumentClass(bytes, wantsCalls ? ProbeSelector(select) : ProbeSelector{},
-                                                    wantsAllocs ? AllocSelector(selectAlloc) : AllocSelector{})
+                                                    wantsAllocs ? AllocSelector(selectAlloc) : AllocSelector{},
+                                                    wantsSites ? SiteSelector(selectSite) : SiteSelector{})
                                   : ParseClass(bytes);
     if (!result.parsed) {
         stats_.classesUnparsable.fetch_add(1, std::memory_order_relaxed);
@@ -269,7 +298,13 @@ std::vector<std::uint8_t> JvmProvider::OnClassFile(JNIEnv *jni, jobject loader, 
         std::fprintf(stderr, "martini: %s.%s; no allocation probe (objects it constructs are not reported)\n", name,
                      s.c_str());
     }
+    for (const std::string &s : result.sitesSkipped) {
+        stats_.methodsLeftAlone.fetch_add(1, std::memory_order_relaxed);
+        std::fprintf(stderr, "martini: %s.%s; no site probes (its thread interactions are not reported)\n", name,
+                     s.c_str());
+    }
     stats_.constructorsAllocProbed.fetch_add(result.allocProbed, std::memory_order_relaxed);
+    stats_.sitesProbed.fetch_add(result.sitesProbed, std::memory_order_relaxed);
     // Delegating constructors' this(...) call sites, for the allocation stacks. Set
     // before the class's code reaches the JVM.
     for (std::size_t i = 0; i < result.delegationOffsets.size() && i < ids.size(); ++i) {
@@ -545,8 +580,22 @@ ThreadContext &JvmProvider::ContextOf(JNIEnv *jni) {
     return *tContext;
 }
 
-void JvmProvider::OnThreadStart(JNIEnv *jni, jthread) {
+void JvmProvider::OnThreadStart(JNIEnv *jni, jthread thread) {
     ThreadContext &ctx = ContextOf(jni);
+    // The parent, when a probed Thread.start() site started this thread (its Thread
+    // object was tagged there).
+    TId parent = 0;
+    if (parents_ && thread != nullptr) {
+        jlong tag = 0;
+        if (jvmti_->GetTag(thread, &tag) == JVMTI_ERROR_NONE && tag != 0) {
+            std::lock_guard lock(mutex_);
+            if (auto it = parentByThreadTag_.find(static_cast<TId>(tag)); it != parentByThreadTag_.end()) {
+                parent = it->second;
+                parentByThreadTag_.erase(it);
+                threads_[ctx.id].parent = parent;
+            }
+        }
+    }
     if (!core_->IsEnabled(EV_THREAD_START)) return;
     std::string name, group;
     {
@@ -556,10 +605,14 @@ void JvmProvider::OnThreadStart(JNIEnv *jni, jthread) {
         group = r.group;
     }
     SThreadStartEventData d;
+    if (parent != 0) {
+        d.parentThreadId = parent;
+        d.validData |= DR_THREAD_PARENT_ID;
+    }
     d.threadId = ctx.id;
     d.szThreadName = name.c_str();
     d.szThreadGroupName = group.c_str();
-    d.validData = DR_THREAD_ID | DR_THREAD_NAME | DR_THREAD_GROUP;
+    d.validData |= DR_THREAD_ID | DR_THREAD_NAME | DR_THREAD_GROUP;
     if (core_->RequestedData(EV_THREAD_START) & DR_CPU_TIMESTAMP) {
         d.uiCpuTimestamp = NowNs();
         d.validData |= DR_CPU_TIMESTAMP;
@@ -627,6 +680,111 @@ void JvmProvider::Leave(JNIEnv *jni, std::int32_t id, bool exceptional) noexcept
         FillTimes(d, wanted, jvmti_);
         core_->Raise<IMethodLeaveEventObserver>(d, m->callGraph);
     }
+}
+
+// ---- Thread interactions -------------------------------------------------------------
+
+std::int64_t JvmProvider::SiteProbeFor(TId methodId, const CallSite &site, ClientMask interest) {
+    std::lock_guard lock(mutex_);
+    const auto key = std::make_pair(methodId, site.offset);
+    TId id = 0;
+    if (auto it = siteByLocation_.find(key); it != siteByLocation_.end()) {
+        id = it->second;  // retransformed: the same site, the same id
+    } else {
+        id = sites_.Add();
+        if (id == 0) return kNoProbe;  // table full: the site is not reported
+        siteByLocation_.emplace(key, id);
+    }
+    SiteRecord &r = *sites_.Get(id);
+    r.methodId = methodId;
+    r.kind = site.kind;
+    r.opcode = site.opcode;
+    r.owner = site.owner;
+    r.name = site.name;
+    r.interest = interest;
+    return static_cast<std::int64_t>(id);
+}
+
+void JvmProvider::SetThreadClass(JNIEnv *jni) {
+    jclass thread = jni->FindClass("java/lang/Thread");
+    if (thread == nullptr) {
+        jni->ExceptionClear();
+        return;
+    }
+    threadClass_ = static_cast<jclass>(jni->NewGlobalRef(thread));
+    threadStart_ = jni->GetMethodID(thread, "start", "()V");
+    threadInterrupt_ = jni->GetMethodID(thread, "interrupt", "()V");
+    jni->ExceptionClear();
+    jni->DeleteLocalRef(thread);
+}
+
+bool JvmProvider::ReachesThreadMethod(JNIEnv *jni, jobject receiver, const SiteRecord &site) {
+    if (threadClass_ == nullptr || !jni->IsInstanceOf(receiver, threadClass_)) return false;
+    // join is final in Thread: every join()V/(J)V/(JI)V on a Thread is Thread's.
+    if (site.kind == Interaction::kJoin) return true;
+    // start()/interrupt() may be overridden: the call reaches Thread's only when the
+    // method it resolves to is (an override that calls super.start() is reported at
+    // that invokespecial).
+    if (site.opcode == kInvokespecialOp && site.owner == "java/lang/Thread") return true;
+    jclass c = jni->GetObjectClass(receiver);
+    if (site.opcode == kInvokespecialOp) {
+        // super.start() through an intermediate class: resolve from that class.
+        const std::string want = "L" + site.owner + ";";
+        while (c != nullptr) {
+            JvmtiString sig(jvmti_);
+            if (jvmti_->GetClassSignature(c, &sig.p, nullptr) == JVMTI_ERROR_NONE && sig.str() == want) break;
+            jclass super = jni->GetSuperclass(c);
+            jni->DeleteLocalRef(c);
+            c = super;
+        }
+        if (c == nullptr) return false;
+    }
+    // HotSpot gives one jmethodID per method: an inherited method's is Thread's.
+    jmethodID m = jni->GetMethodID(c, site.name.c_str(), "()V");
+    if (jni->ExceptionCheck()) jni->ExceptionClear();
+    jni->DeleteLocalRef(c);
+    return m != nullptr && m == (site.kind == Interaction::kStart ? threadStart_ : threadInterrupt_);
+}
+
+void JvmProvider::Interaction(JNIEnv *jni, jobject receiver, std::int32_t siteId) noexcept {
+    if (dead_.load(std::memory_order_relaxed)) return;  // after VmShutdown
+    const SiteRecord *site = sites_.Get(static_cast<TId>(siteId));
+    if (site == nullptr) return;
+    const bool report = site->interest != 0 && core_->IsEnabled(EV_THREAD_INTERACTION);
+    const bool parent = parents_ && site->kind == Interaction::kStart;
+    if (!report && !parent) return;
+    if (site->kind != Interaction::kSleep) {
+        if (receiver == nullptr) return;  // the call throws NullPointerException
+        const bool threadMethod = site->kind == Interaction::kStart || site->kind == Interaction::kJoin ||
+                                  site->kind == Interaction::kInterrupt;
+        if (threadMethod && !ReachesThreadMethod(jni, receiver, *site)) return;
+    }
+    ThreadContext &ctx = tContext != nullptr ? *tContext : ContextOf(jni);
+    TId objectId = 0;
+    if (receiver != nullptr) objectId = TagOf(jni, receiver, true);
+    if (parent && objectId != 0) {
+        // Before start() runs: the new thread's ThreadStart finds it (OnThreadStart).
+        std::lock_guard lock(mutex_);
+        parentByThreadTag_[objectId] = ctx.id;
+    }
+    if (!report) return;
+    SThreadInteractionEventData d;
+    d.threadId = ctx.id;
+    d.interactionType = static_cast<EThreadInteractionType>(site->kind);
+    d.validData = DR_THREAD_ID | DR_INTERACTION_TYPE;
+    if (receiver != nullptr) {
+        jclass klass = jni->GetObjectClass(receiver);
+        d.classId = ClassIdOf(jni, klass);
+        jni->DeleteLocalRef(klass);
+        d.objectId = objectId;
+        d.validData |= DR_CLASS_ID;
+        if (objectId != 0) d.validData |= DR_OBJECT_ID;
+    }
+    if (core_->RequestedData(EV_THREAD_INTERACTION) & DR_CPU_TIMESTAMP) {
+        d.uiCpuTimestamp = NowNs();
+        d.validData |= DR_CPU_TIMESTAMP;
+    }
+    core_->Raise<IThreadInteractionEventObserver>(d, site->interest);
 }
 
 // ---- Exact allocation mode -------------------------------------------------------------
@@ -855,6 +1013,10 @@ TResult JvmProvider::DescribeThread(TId id, BitSet requested, unsigned maxFrames
         f.name = it->second.name;
         f.group = it->second.group;
         f.given = DR_THREAD_NAME | DR_THREAD_GROUP;
+        if (it->second.parent != 0) {
+            f.parentThreadId = it->second.parent;
+            f.given |= DR_THREAD_PARENT_ID;
+        }
         if (!it->second.alive) {
             f.state = TS_TERMINATED;
             f.given |= DR_THREAD_STATE;

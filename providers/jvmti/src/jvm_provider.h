@@ -11,6 +11,7 @@
 #include <jvmti.h>
 
 #include <array>
+#include <map>
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -97,7 +98,19 @@ private:
     TId size_ = 0;
 };
 
+// Thread interactions: one per call site that got a site probe; the probe passes its
+// id. Written before the class's code reaches the JVM.
+struct SiteRecord {
+    TId methodId = 0;          // the method containing the call
+    Interaction kind = Interaction::kNotify;
+    std::uint8_t opcode = 0;   // invokevirtual / invokespecial / invokestatic
+    std::string owner;         // the call's Methodref class ("java/lang/Thread", "app/Worker")
+    std::string name;          // "start"
+    ClientMask interest = 0;   // the thread-interaction filters' answer for methodId
+};
+
 using MethodTable = RecordTable<MethodRecord, 4096, 16384>;  // up to 64 Mi methods
+using SiteTable = RecordTable<SiteRecord, 1024, 4096>;       // up to 4 Mi call sites
 using AllocTable = RecordTable<AllocRecord, 1024, 4096>;     // up to 4 Mi classes
 
 // Per runtime thread: its id and the shadow stack of instrumented methods entered.
@@ -117,6 +130,7 @@ struct ThreadRecord {
     std::string name;
     std::string group;
     bool alive = true;
+    TId parent = 0;  // the thread that called Thread.start() from a probed site; 0: not known
     std::unique_ptr<ThreadContext> context;
 };
 
@@ -202,6 +216,19 @@ public:
     // Probes.allocated (the object's class is the probe's: Probes.alloc checked it) and
     // Probes.allocByClassId (class files before version 49: `checkClass`).
     void Allocated(JNIEnv *jni, jobject object, std::int32_t allocProbe, bool checkClass) noexcept;
+    // Probes.interaction / interactionStatic (receiver null): raises ThreadInteraction
+    // for the site, and for a Thread.start() site remembers the caller as the new
+    // thread's parent.
+    void Interaction(JNIEnv *jni, jobject receiver, std::int32_t site) noexcept;
+    // Agent_OnLoad: whether some client observes ThreadInteraction, and whether some
+    // wants ThreadStart's DR_THREAD_PARENT_ID (both need site probes).
+    void SetInteractionMode(bool interactions, bool parents) {
+        interactions_ = interactions;
+        parents_ = parents;
+    }
+    bool SiteProbesWanted() const { return interactions_ || parents_; }
+    // VMInit: java.lang.Thread and its start()/interrupt(), for the receiver checks.
+    void SetThreadClass(JNIEnv *jni);
     // The Probes methods an allocation stack starts with (left off it), from VMInit.
     void SetProbeMethods(std::vector<jmethodID> methods) { probeMethods_ = std::move(methods); }
 
@@ -218,6 +245,7 @@ public:
         std::atomic<std::uint64_t> classesSeen{0}, classesInstrumented{0}, classesUnparsable{0};
         std::atomic<std::uint64_t> methodsInstrumented{0}, methodsLeftAlone{0};
         std::atomic<std::uint64_t> constructorsAllocProbed{0}, constructorsWithoutAllocProbe{0};
+        std::atomic<std::uint64_t> sitesProbed{0};
     };
     Stats &GetStats() { return stats_; }
 
@@ -234,6 +262,10 @@ private:
     // to it, so the innermost frame is the allocating method.
     std::vector<Martini::MPI::SStackEntry> AllocatingStack(TId classId, jint maxFrames);
     bool IsConstructorOf(TId methodId, TId classId);
+    // Whether the call at `site` on `receiver` reaches java.lang.Thread's own method.
+    bool ReachesThreadMethod(JNIEnv *jni, jobject receiver, const SiteRecord &site);
+    // A site probe id for the call at `offset` of method `methodId` (kNoProbe: table full).
+    std::int64_t SiteProbeFor(TId methodId, const CallSite &site, ClientMask interest);
     void AppendFrames(const jvmtiFrameInfo *frames, jint count, std::vector<Martini::MPI::SStackEntry> &out);
 
     JavaVM *vm_;
@@ -243,6 +275,9 @@ private:
     std::atomic<bool> allocationModeDecided_{false};
     bool exactAllocations_ = false;  // written once, in Agent_OnLoad
     std::vector<jmethodID> probeMethods_;
+    bool interactions_ = false, parents_ = false;  // written once, in Agent_OnLoad
+    jclass threadClass_ = nullptr;                // global ref, from VMInit
+    jmethodID threadStart_ = nullptr, threadInterrupt_ = nullptr;
     core::Core *core_ = nullptr;
     std::atomic<bool> instrumenting_{false};
     std::string dumpDir_;
@@ -251,6 +286,9 @@ private:
     std::mutex mutex_;  // tables below (not the probes' path)
     MethodTable methods_;
     AllocTable allocs_;
+    SiteTable sites_;
+    std::map<std::pair<TId, std::uint32_t>, TId> siteByLocation_;  // (method, offset) -> site id
+    std::unordered_map<TId, TId> parentByThreadTag_;               // started Thread's tag -> caller's id
     std::vector<std::unique_ptr<ClassRecord>> classes_;     // id - 1
     std::unordered_map<std::string, TId> classByKey_;        // "<loader>/<internal name>"
     std::vector<jweak> loaders_;                             // loader index - 1

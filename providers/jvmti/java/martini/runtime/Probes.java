@@ -4,7 +4,9 @@ package martini.runtime;
  * The calls Martini's bytecode instrumentation inserts: enter/leave probes in the
  * methods a client's call-graph filter selected, and, in exact allocation mode,
  * allocation probes in the constructors of the classes a client's heap filter
- * selected. Loaded from the bootstrap class path so every class, whatever its loader
+ * selected, and site probes before the calls of Object.notify/notifyAll and
+ * Thread.start/join/sleep/interrupt in the methods a client's thread-interaction
+ * filter selected (or, for Thread.start(), that need thread parents). Loaded from the bootstrap class path so every class, whatever its loader
  * or module, can call it; the natives are bound by the agent.
  */
 public final class Probes {
@@ -36,4 +38,13 @@ public final class Probes {
      * the agent compares the object's class with the class of classId itself.
      */
     public static native void allocByClassId(Object o, int classId);
+
+    /**
+     * Before a notify/notifyAll/start/join/interrupt call, with its receiver (the
+     * arguments, if any, were set aside and are put back after this returns).
+     */
+    public static native void interaction(Object receiver, int site);
+
+    /** Before a Thread.sleep call. */
+    public static native void interactionStatic(int site);
 }
