@@ -76,6 +76,14 @@ check("threadprof: its filter keeps java.* monitors out (Thread.join's waits)",
 check("threadprof: summary names the ledger", re.search(r"bank\.Bank\$Ledger@\d+: \d+ contentions", log), log)
 threads = {t["name"] for t in tp["threads"]}
 check("threadprof: thread lifetimes by name", {"main", "auditor", "teller-0", "teller-3"} <= threads, threads)
+by_name = {t["name"]: t for t in tp["threads"]}
+if "main" in by_name:
+    parents = {n: by_name[n]["parent"] for n in ["auditor", "teller-0", "teller-1", "teller-2", "teller-3"] if n in by_name}
+    check("threadprof: main started the tellers and the auditor (Thread.start site probes)",
+          parents and all(p == by_name["main"]["id"] for p in parents.values()), parents)
+inter = tp["interactions"]
+check("threadprof: interactions: 5 starts and 5 joins by main, 5 notifyAll by the mailbox",
+      inter.get("start", 0) >= 5 and inter.get("join", 0) >= 5 and inter.get("notifyAll", 0) >= 5, inter)
 
 # callcount (a client written against the MPI only): its own filter, its own file
 text = open(counts_file).read()
