@@ -4,6 +4,7 @@
 //   martini report PROFILE.json [--top N] [--thread ID|NAME] [--metric NAME]
 //   martini convert PROFILE.json --to collapsed|chrome|pprof|html|json [-o FILE]
 //   martini replay --client NAME[=OPTIONS] TRACE.jsonl
+//   martini control PID start|stop
 //
 // Exit status: the program's own for `run` (128+N when killed by signal N); 0 on
 // success and 1 on any error for the others (replay: see replay_main.cpp).
@@ -11,6 +12,7 @@
 #include "martini/report/profile.h"
 #include "tools.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -43,6 +45,7 @@ const char kUsage[] =
     "  report    print the top-N table of a JSON profile\n"
     "  convert   convert a JSON profile to collapsed stacks, Chrome trace, pprof or HTML\n"
     "  replay    run clients over a recorded event trace, without a runtime\n"
+    "  control   pause or resume the profilers of a running JVM (start, stop)\n"
     "\n"
     "`martini COMMAND --help` describes each.\n";
 
@@ -75,6 +78,15 @@ const char kConvertUsage[] =
     "pprof (go tool pprof), html (self-contained flame graph report), json.\n"
     "Without -o the output goes next to the profile: NAME.collapsed, NAME.trace.json,\n"
     "NAME.pb.gz, NAME.html.\n";
+
+const char kControlUsage[] =
+    "usage: martini control PID start|stop\n"
+    "\n"
+    "Sends a command to the Martini agent in the JVM with process id PID: its clients get\n"
+    "EcStop (stop: cgprof pauses; time while paused is not charged) or EcStart (start:\n"
+    "they resume; with cgprof=paused the profile starts here). Waits until the agent has\n"
+    "carried the command out. The agent listens on /tmp/martini-PID.ctl while some\n"
+    "client observes these events.\n";
 
 int Fail(const std::string &message) {
     std::fprintf(stderr, "martini: %s\n", message.c_str());
@@ -392,6 +404,71 @@ int Convert(int argc, char **argv) {
     return 0;
 }
 
+int Control(int argc, char **argv) {
+    std::vector<std::string> args;
+    for (int i = 2; i < argc; ++i) {
+        if (IsHelp(argv[i])) {
+            std::fputs(kControlUsage, stdout);
+            return 0;
+        }
+        args.push_back(argv[i]);
+    }
+    if (args.size() != 2) {
+        std::fprintf(stderr, "martini: control: expected a process id and a command\n%s", kControlUsage);
+        return 1;
+    }
+    char *end = nullptr;
+    const long pid = std::strtol(args[0].c_str(), &end, 10);
+    if (args[0].empty() || *end != '\0' || pid <= 0) return Fail("control: '" + args[0] + "' is not a process id");
+    const std::string &command = args[1];
+    if (command != "start" && command != "stop") return Fail("control: unknown command '" + command + "' (start, stop)");
+    // The agent's FIFO (providers/jvmti/src/control.cpp).
+    const std::string path = "/tmp/martini-" + std::to_string(pid) + ".ctl";
+    int fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK);
+    if (fd < 0) {
+        if (errno == ENOENT || errno == ENXIO) {
+            return Fail("control: no Martini agent is listening in process " + std::to_string(pid) +
+                        " (not running, not under Martini, or no client that pauses)");
+        }
+        return Fail("control: cannot open " + path + ": " + std::strerror(errno));
+    }
+    // A reply FIFO of our own, open before the command goes out, so the agent can
+    // answer once it has carried the command out.
+    char dir[] = "/tmp/martini-control-XXXXXX";
+    if (::mkdtemp(dir) == nullptr) {
+        ::close(fd);
+        return Fail(std::string("control: cannot make a reply directory: ") + std::strerror(errno));
+    }
+    const std::string reply = std::string(dir) + "/reply";
+    int replyFd = -1;
+    if (::mkfifo(reply.c_str(), 0600) == 0) replyFd = ::open(reply.c_str(), O_RDONLY | O_NONBLOCK);
+    auto cleanup = [&] {
+        if (replyFd >= 0) ::close(replyFd);
+        ::unlink(reply.c_str());
+        ::rmdir(dir);
+    };
+    const std::string line = command + " " + reply + "\n";
+    const bool ok = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+    ::close(fd);
+    if (!ok) {
+        cleanup();
+        return Fail("control: cannot write to " + path + ": " + std::strerror(errno));
+    }
+    std::string answer;
+    for (int i = 0; i < 500 && replyFd >= 0 && answer.find('\n') == std::string::npos; ++i) {
+        char buf[64];
+        const ssize_t n = ::read(replyFd, buf, sizeof buf);
+        if (n > 0) answer.append(buf, static_cast<std::size_t>(n));
+        else ::usleep(10000);
+    }
+    cleanup();
+    if (answer.rfind("ok ", 0) == 0) {
+        std::fprintf(stderr, "martini: process %ld: %s\n", pid, command.c_str());
+        return 0;
+    }
+    return Fail("control: process " + std::to_string(pid) + " did not take the command within 5 s");
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -408,6 +485,7 @@ int main(int argc, char **argv) {
     if (command == "report") return Report(argc, argv);
     if (command == "convert") return Convert(argc, argv);
     if (command == "replay") return martini::tools::ReplayMain(argc - 1, argv + 1);
+    if (command == "control") return Control(argc, argv);
     std::fprintf(stderr, "martini: unknown command '%s'\n%s", command.c_str(), kUsage);
     return 1;
 }

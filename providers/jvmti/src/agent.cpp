@@ -6,6 +6,7 @@
 // EcSetOutputDirectory at VM start (`martini run --output` uses it).
 // A bad config or a client that does not load prints one line naming the problem,
 // and the JVM runs on without that client. Only Agent_OnLoad is exported.
+#include "control.h"
 #include "jvm_provider.h"
 #include "martini/core/clock.h"
 
@@ -209,6 +210,9 @@ void JNICALL OnVmInit(jvmtiEnv *jvmti, JNIEnv *jni, jthread) {
         }
     }
     gCore->SetLive(true);
+    if (gCore->HasObservers(EV_EC_START) || gCore->HasObservers(EV_EC_STOP)) {
+        if (const std::string e = StartControl(*gCore); !e.empty()) Log(e + "; `martini control` will not reach this JVM");
+    }
     if (!gOutputDirectory.empty() && gCore->HasObservers(EV_EC_SET_OUTPUT_DIRECTORY)) {
         SEcSetOutputDirectoryEventData out;
         out.szDirectoryName = gOutputDirectory.c_str();
@@ -223,6 +227,7 @@ void JNICALL OnVmInit(jvmtiEnv *jvmti, JNIEnv *jni, jthread) {
 
 void JNICALL OnVmDeath(jvmtiEnv *, JNIEnv *) {
     // After the last Java code (shutdown hooks ran): clients write their output here.
+    StopControl();
     gCore->Raise<IVmShutdownEventObserver>();
     gProvider->SetDead();
     gCore->SetLive(false);
