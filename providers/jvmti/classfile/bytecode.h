@@ -29,6 +29,7 @@ enum Op : std::uint8_t {
     kLookupswitch = 0xab, kIreturn = 0xac, kReturn = 0xb1, kInvokespecial = 0xb7, kInvokestatic = 0xb8,
     kAthrow = 0xbf, kWide = 0xc4, kIfnull = 0xc6, kIfnonnull = 0xc7, kGotoW = 0xc8, kJsrW = 0xc9,
     kSipush = 0x11, kLdcW = 0x13, kIinc = 0x84, kInvokevirtual = 0xb6, kDup = 0x59,
+    kNewarray = 0xbc, kAnewarray = 0xbd, kMultianewarray = 0xc5,
 };
 
 struct Insn {
@@ -45,6 +46,9 @@ struct Insn {
     // A site probe (siteBefore bytes) comes after both, right before the call; a
     // branch to the call lands on it.
     std::uint32_t newOff = 0, newLen = 0, probeBefore = 0, allocBefore = 0, siteBefore = 0;
+    // An array probe (for the newarray/anewarray/multianewarray just before) comes
+    // first of all; like the allocation probe it is reached only by falling through.
+    std::uint32_t arrayBefore = 0;
 };
 
 inline bool IsReturn(std::uint8_t op) { return op >= kIreturn && op <= kReturn; }

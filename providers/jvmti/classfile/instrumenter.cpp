@@ -37,7 +37,15 @@ constexpr std::uint16_t kLdcClassVersion = 49;
 
 struct SiteRefs {
     std::uint16_t interaction = 0, interactionStatic = 0;
+    std::uint16_t allocArray = 0;  // Probes.allocArray(Ljava/lang/Object;I)V
 };
+
+// One array probe: after the allocation instruction at old offset `at`.
+struct ArrayPlan {
+    std::uint32_t at = 0;
+    std::int32_t id = 0;
+};
+constexpr std::uint32_t kArrayProbeSize = 7;  // dup (1) + push id (3) + invokestatic (3)
 
 // One site probe: before the call at old offset `at`.
 struct SitePlan {
@@ -113,6 +121,7 @@ struct Plan {
     std::uint32_t allocAt = 0;          // old offset of the instruction after super()
     std::optional<std::uint32_t> track; // an old instruction offset whose new offset is wanted
     std::vector<SitePlan> sites;        // in code order
+    std::vector<ArrayPlan> arrays;      // in code order
 };
 
 struct Rewritten {
@@ -197,6 +206,57 @@ std::vector<CallSite> FindCallSites(const ParsedClass &pc, const Code &code) {
         const auto kind = InteractionOf(in.op, owner, name, desc);
         if (!kind) continue;
         out.push_back({*kind, in.op, std::move(owner), std::move(name), std::move(desc), in.off});
+    }
+    return out;
+}
+
+// "[[I" -> "int[][]", "[Ljava/lang/String;" -> "java.lang.String[]".
+std::string ArraySourceName(const std::string &desc) {
+    std::size_t dims = 0;
+    while (dims < desc.size() && desc[dims] == '[') ++dims;
+    std::string elem = desc.substr(dims);
+    static const char *const kPrim[][2] = {{"Z", "boolean"}, {"B", "byte"}, {"C", "char"},  {"S", "short"},
+                                           {"I", "int"},     {"J", "long"}, {"F", "float"}, {"D", "double"}};
+    bool prim = false;
+    for (const auto &p : kPrim) {
+        if (elem == p[0]) {
+            elem = p[1];
+            prim = true;
+        }
+    }
+    if (!prim && elem.size() >= 2 && elem.front() == 'L' && elem.back() == ';') elem = elem.substr(1, elem.size() - 2);
+    std::replace(elem.begin(), elem.end(), '/', '.');
+    for (std::size_t i = 0; i < dims; ++i) elem += "[]";
+    return elem;
+}
+
+// The array allocation instructions of a method's code, in code order.
+std::vector<ArraySite> FindArraySites(const ParsedClass &pc, const Code &code) {
+    std::vector<ArraySite> out;
+    static const char kAtype[] = "????ZCFDBSIJ";  // newarray's atype 4..11
+    for (const Insn &in : Decode(code.bytes)) {
+        std::string desc;
+        unsigned dims = 1;
+        if (in.op == kNewarray) {
+            const std::uint8_t t = code.bytes[in.off + 1];
+            if (t < 4 || t > 11) throw FormatError("newarray with atype " + std::to_string(t));
+            desc = std::string("[") + kAtype[t];
+        } else if (in.op == kAnewarray || in.op == kMultianewarray) {
+            const std::uint16_t ref = static_cast<std::uint16_t>(code.bytes[in.off + 1] << 8 | code.bytes[in.off + 2]);
+            if (ref == 0 || ref >= pc.cp.tags.size() || pc.cp.tags[ref] != kClass) {
+                throw FormatError("array allocation at " + std::to_string(in.off) + " names no class");
+            }
+            const std::string name = pc.cp.ClassName(ref);
+            if (in.op == kAnewarray) {
+                desc = "[" + (name.starts_with("[") ? name : "L" + name + ";");
+            } else {
+                desc = name;
+                dims = code.bytes[in.off + 3];
+            }
+        } else {
+            continue;
+        }
+        out.push_back({in.op, desc, ArraySourceName(desc), dims, in.off});
     }
     return out;
 }
@@ -318,6 +378,17 @@ Rewritten RewriteCode(const ParsedClass &pc, const Method &m, const MethodDecl &
         spillWords = std::max(spillWords, SpillWords(plan.sites[k]));
     }
     if (spillBase + spillWords > 0xffff) throw SkipMethod("max_locals would exceed 65535 with the spilled arguments");
+    // Array probes: inserted before the instruction after the allocation.
+    std::vector<std::int32_t> arrayAfter(insns.size(), -1);  // instruction index -> plan.arrays index
+    for (std::size_t k = 0; k < plan.arrays.size(); ++k) {
+        const Insn &in = insnAt(plan.arrays[k].at, "array allocation");
+        if (in.op != kNewarray && in.op != kAnewarray && in.op != kMultianewarray) {
+            throw FormatError("array allocation " + std::to_string(in.off) + " is not one");
+        }
+        const auto next = static_cast<std::size_t>(&in - insns.data()) + 1;
+        if (next >= insns.size()) throw SkipMethod("the code ends at an array allocation");
+        arrayAfter[next] = static_cast<std::int32_t>(k);
+    }
     const std::uint32_t allocSize = allocRefs.thisClass != 0 ? kAllocProbeSize : kAllocProbeSizeNoClass;
 
     // Layout: probes go before every return; branches to a return go to its probe. The
@@ -339,6 +410,8 @@ Rewritten RewriteCode(const ParsedClass &pc, const Method &m, const MethodDecl &
         again = false;
         std::uint32_t pos = call ? kProbeSize : 0;
         for (Insn &in : insns) {
+            in.arrayBefore = arrayAfter[static_cast<std::size_t>(&in - insns.data())] >= 0 ? kArrayProbeSize : 0;
+            pos += in.arrayBefore;
             in.allocBefore = plan.alloc && in.off == plan.allocAt ? allocSize : 0;
             pos += in.allocBefore;
             in.probeBefore = call && IsReturn(in.op) ? kProbeSize : 0;
@@ -373,7 +446,9 @@ Rewritten RewriteCode(const ParsedClass &pc, const Method &m, const MethodDecl &
     // pushes one word (a handler two: the exception and the id); the allocation probe
     // three, on top of whatever the stack holds after super().
     // A site probe two (dup, id), after its arguments were spilled.
-    const unsigned extraStack = std::max(plan.alloc ? 3u : 1u, plan.sites.empty() ? 0u : 2u);
+    // An array probe two (dup, id) on top of the new array.
+    const unsigned extraStack =
+        std::max({plan.alloc ? 3u : 1u, plan.sites.empty() ? 0u : 2u, plan.arrays.empty() ? 0u : 2u});
     if (code.maxStack + extraStack > 0xffff) {
         throw SkipMethod("max_stack is " + std::to_string(code.maxStack) + "; the probes need " +
                          std::to_string(extraStack) + " more words");
@@ -389,6 +464,11 @@ Rewritten RewriteCode(const ParsedClass &pc, const Method &m, const MethodDecl &
     Writer c;
     if (call) EmitProbe(c, id, refs.enter, pool);
     for (const Insn &in : insns) {
+        if (in.arrayBefore != 0) {
+            const ArrayPlan &a = plan.arrays[static_cast<std::size_t>(arrayAfter[static_cast<std::size_t>(&in - insns.data())])];
+            c.U1(kDup);
+            EmitProbe(c, a.id, siteRefs.allocArray, pool);
+        }
         if (in.allocBefore != 0) EmitAllocProbe(c, *plan.alloc, allocRefs, pool);
         if (in.probeBefore != 0) EmitProbe(c, id, refs.leave, pool);
         if (in.siteBefore != 0) {
@@ -587,6 +667,12 @@ InstrumentResult InstrumentClass(std::span<const std::uint8_t> classBytes, const
 
 InstrumentResult InstrumentClass(std::span<const std::uint8_t> classBytes, const ProbeSelector &select,
                                  const AllocSelector &alloc, const SiteSelector &sites, const ProbeNames &probes) {
+    return InstrumentClass(classBytes, select, alloc, sites, ArraySelector{}, probes);
+}
+
+InstrumentResult InstrumentClass(std::span<const std::uint8_t> classBytes, const ProbeSelector &select,
+                                 const AllocSelector &alloc, const SiteSelector &sites, const ArraySelector &arrays,
+                                 const ProbeNames &probes) {
     InstrumentResult result;
     ParsedClass pc;
     try {
@@ -666,7 +752,19 @@ InstrumentResult InstrumentClass(std::span<const std::uint8_t> classBytes, const
                     plan.sites.push_back(std::move(sp));
                 }
             }
-            if (!plan.call && !plan.alloc && plan.sites.empty()) continue;
+            if (arrays) {
+                const Code code = ReadCode(pc, pc.methods[i].attrs[static_cast<std::size_t>(pc.methods[i].code)]);
+                for (const ArraySite &site : FindArraySites(pc, code)) {
+                    const std::int64_t aid = arrays(pc.decl, d, site);
+                    if (aid == kNoProbe) continue;
+                    if (aid < 0 || aid > std::numeric_limits<std::int32_t>::max()) {
+                        result.arraysSkipped.push_back(signature + ": array site id out of range");
+                        continue;
+                    }
+                    plan.arrays.push_back({site.offset, static_cast<std::int32_t>(aid)});
+                }
+            }
+            if (!plan.call && !plan.alloc && plan.sites.empty() && plan.arrays.empty()) continue;
             try {
                 if (plan.call && !refs) {
                     ProbeRefs r;
@@ -686,10 +784,15 @@ InstrumentResult InstrumentClass(std::span<const std::uint8_t> classBytes, const
                     }
                     allocRefs = r;
                 }
-                if (!plan.sites.empty() && !siteRefs) {
-                    SiteRefs r;
+                if (!plan.sites.empty() && (!siteRefs || siteRefs->interaction == 0)) {
+                    SiteRefs r = siteRefs.value_or(SiteRefs{});
                     r.interaction = pool.Methodref(probes.owner, probes.interaction, "(Ljava/lang/Object;I)V");
                     r.interactionStatic = pool.Methodref(probes.owner, probes.interactionStatic, "(I)V");
+                    siteRefs = r;
+                }
+                if (!plan.arrays.empty() && (!siteRefs || siteRefs->allocArray == 0)) {
+                    SiteRefs r = siteRefs.value_or(SiteRefs{});
+                    r.allocArray = pool.Methodref(probes.owner, probes.allocArray, "(Ljava/lang/Object;I)V");
                     siteRefs = r;
                 }
                 Rewritten rw = RewriteCode(pc, pc.methods[i], d, plan, pool, refs.value_or(ProbeRefs{}),
@@ -699,13 +802,17 @@ InstrumentResult InstrumentClass(std::span<const std::uint8_t> classBytes, const
                 if (plan.call) ++result.instrumented;
                 if (plan.alloc) ++result.allocProbed;
                 result.sitesProbed += static_cast<unsigned>(plan.sites.size());
+                result.arraysProbed += static_cast<unsigned>(plan.arrays.size());
             } catch (const SkipMethod &e) {
                 if (plan.call) result.skipped.push_back(signature + ": " + e.what());
                 if (plan.alloc) result.allocSkipped.push_back(signature + ": " + e.what());
                 if (!plan.sites.empty()) result.sitesSkipped.push_back(signature + ": " + e.what());
+                if (!plan.arrays.empty()) result.arraysSkipped.push_back(signature + ": " + e.what());
             }
         }
-        if (result.instrumented == 0 && result.allocProbed == 0 && result.sitesProbed == 0) return result;
+        if (result.instrumented == 0 && result.allocProbed == 0 && result.sitesProbed == 0 && result.arraysProbed == 0) {
+            return result;
+        }
 
         Writer w;
         w.Bytes(classBytes.subspan(0, 8));  // magic, minor, major
@@ -735,6 +842,7 @@ InstrumentResult InstrumentClass(std::span<const std::uint8_t> classBytes, const
         result.instrumented = 0;
         result.allocProbed = 0;
         result.sitesProbed = 0;
+        result.arraysProbed = 0;
         result.delegationOffsets.clear();
         result.bytes.clear();
         result.error = e.what();

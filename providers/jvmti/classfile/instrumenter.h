@@ -54,6 +54,18 @@
 // StackMapTable only moves; the spilled locals are in no frame (Top). A method whose
 // site probes cannot be inserted is reported in `sitesSkipped`.
 //
+// Array allocation probes (exact allocation mode). An ArraySelector is asked about
+// every newarray, anewarray and multianewarray in a method with code, with the
+// class of the array it creates ("int[]", "java.lang.String[]", "int[][]": known
+// statically); it returns a site id A (0 .. 2^31-1) or kNoProbe. Right AFTER the
+// instruction (the array reference on top of the stack is already initialized):
+//                                  dup; push A; invokestatic <probes>.allocArray(Ljava/lang/Object;I)V
+// The probe is reached only by falling through from the allocation: a branch to the
+// instruction after it lands after the probe (on the instruction itself), and a stack
+// map frame there stays at the instruction, whose state the probe leaves unchanged.
+// max_stack grows by 2. A method whose array probes cannot be inserted is reported in
+// `arraysSkipped`.
+//
 // Branch offsets, switch padding, the exception table, StackMapTable (including
 // Uninitialized(offset) types), LineNumberTable, LocalVariableTable and
 // LocalVariableTypeTable are remapped; `goto` is widened to `goto_w` when a jump no
@@ -119,6 +131,7 @@ struct ProbeNames {
     std::string allocByClassId = "allocByClassId";  // (Ljava/lang/Object;I)V, class files < 49
     std::string interaction = "interaction";              // (Ljava/lang/Object;I)V
     std::string interactionStatic = "interactionStatic";  // (I)V
+    std::string allocArray = "allocArray";                // (Ljava/lang/Object;I)V
 };
 
 // What a site probe's call may be; the values are Martini's EThreadInteractionType.
@@ -133,6 +146,15 @@ struct CallSite {
     std::uint32_t offset;    // bytecode index of the call in the original code
 };
 
+// An array allocation: newarray (0xbc), anewarray (0xbd) or multianewarray (0xc5).
+struct ArraySite {
+    std::uint8_t opcode;
+    std::string descriptor;  // the created array's class: "[I", "[Ljava/lang/String;", "[[I"
+    std::string arrayClass;  // the same in source form: "int[]", "java.lang.String[]", "int[][]"
+    unsigned dimensions;     // multianewarray's dimension count; 1 otherwise
+    std::uint32_t offset;    // bytecode index of the instruction in the original code
+};
+
 inline constexpr std::int64_t kNoProbe = -1;
 
 // Called once per method with code; returns the probe id (0 .. 2^31-1) or kNoProbe.
@@ -145,6 +167,10 @@ using AllocSelector = std::function<std::int64_t(const ClassDecl &)>;
 // Called once per candidate call site (see the header comment), in code order per
 // method; returns the site probe id (0 .. 2^31-1) or kNoProbe.
 using SiteSelector = std::function<std::int64_t(const ClassDecl &, const MethodDecl &, const CallSite &)>;
+
+// Called once per array allocation instruction (see the header comment), in code
+// order per method; returns the site id (0 .. 2^31-1) or kNoProbe.
+using ArraySelector = std::function<std::int64_t(const ClassDecl &, const MethodDecl &, const ArraySite &)>;
 
 struct InstrumentResult {
     bool parsed = false;       // false: `error` says why; `bytes` is empty
@@ -164,6 +190,9 @@ struct InstrumentResult {
     // Site probes (only with a SiteSelector):
     unsigned sitesProbed = 0;               // call sites that got a site probe
     std::vector<std::string> sitesSkipped;  // "name descriptor: reason" per method whose sites did not
+    // Array allocation probes (only with an ArraySelector):
+    unsigned arraysProbed = 0;               // allocation instructions that got a probe
+    std::vector<std::string> arraysSkipped;  // "name descriptor: reason" per method whose arrays did not
 };
 
 // Parses the class and declares what it has (no rewriting).
@@ -182,5 +211,10 @@ InstrumentResult InstrumentClass(std::span<const std::uint8_t> classBytes, const
 InstrumentResult InstrumentClass(std::span<const std::uint8_t> classBytes, const ProbeSelector &select,
                                  const AllocSelector &alloc, const SiteSelector &sites,
                                  const ProbeNames &probes = {});
+
+// The same, and asks `arrays` about array allocation instructions. Any selector may be empty.
+InstrumentResult InstrumentClass(std::span<const std::uint8_t> classBytes, const ProbeSelector &select,
+                                 const AllocSelector &alloc, const SiteSelector &sites,
+                                 const ArraySelector &arrays, const ProbeNames &probes = {});
 
 }  // namespace martini::jvm

@@ -4,7 +4,9 @@
 # most-derived class: a class hierarchy with this(...) delegation, a branch before
 # super(), a loop right after it, a constructor that throws, a constructor allocating
 # its own class, objects made in two threads and through reflection, and classes of
-# file version 48 (allocByClassId). Alone (--no-calls) and together with call probes,
+# file version 48 (allocByClassId). Array probes after newarray/anewarray/
+# multianewarray report each array once, with a branch to the instruction right after
+# an allocation not running its probe (version 48 too). Alone (--no-calls) and together with call probes,
 # which must still pair.
 # usage: alloc_instrument_test.sh MARTINI_INSTRUMENT JAVAC JAVA JAVA_TEST_DIR
 set -uo pipefail
@@ -24,13 +26,13 @@ ok() { passed=$((passed + 1)); }
 fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
 
 for mode in alloc-only alloc-and-calls; do
-  flags=(--alloc)
+  flags=(--alloc --arrays)
   [ "$mode" = alloc-only ] && flags+=(--no-calls)
   out="$work/$mode"
   mkdir -p "$out"
   "$instrument" --prefix alloc/ --prefix old/ "${flags[@]}" "$work/classes" "$out/classes" "$out/map.tsv" \
     2>"$out.log" || { cat "$out.log"; exit 1; }
-  if grep -q ": left alone: \|: not instrumented: \|: no allocation probe: " "$out.log"; then
+  if grep -q ": left alone: \|: not instrumented: \|: no allocation probe: \|: no array probes: " "$out.log"; then
     fail "$mode: the rewriter left something alone:"; cat "$out.log"; continue; fi
   if ! "$java" -Xverify:all -cp "$out/classes:$work/probes" alloc.AllocSample old >"$out/run.txt" 2>"$out/err.txt"; then
     fail "$mode: the instrumented program failed:"; cat "$out/err.txt"; continue; fi
@@ -54,6 +56,23 @@ for mode in alloc-only alloc-and-calls; do
   expect_alloc 'alloc/AllocSample$Thrower' 5    # 2 of them throw after super()
   grep -q $'\talloc/AllocSample$Shape\t<alloc>' "$out/map.tsv" && fail "$mode: abstract Shape got a probe" || ok
   grep -q $'^duplicates\t0$' "$out/run.txt" && ok || fail "$mode: some object was reported twice"
+
+  # Arrays, per array class and allocating method (the map names each site).
+  expect_array() {  # expect_array ARRAY_CLASS METHOD COUNT
+    local got
+    got=$(awk -F'\t' -v c="$1" -v m="$2" '
+      NR == FNR { split($4, w, " "); if ($3 == "<array>" && w[1] == c && w[2] == m) want[$1] = 1; next }
+      $1 == "array" && ($2 in want) { n += $4 } END { print n + 0 }' "$out/map.tsv" "$out/run.txt")
+    [ "$got" = "$3" ] && ok || fail "$mode: $1 arrays from $2: $got, wanted $3"
+  }
+  expect_array 'int[]' makeArrays 30            # newarray (the int[][]'s rows are the JVM's)
+  expect_array 'java.lang.String[]' makeArrays 30
+  expect_array 'int[][]' makeArrays 30          # multianewarray
+  expect_array 'alloc.AllocSample$Elem[]' makeArrays 30
+  expect_array 'alloc.AllocSample$Filtered[]' makeArrays 30
+  expect_array 'long[]' makeArrays 20           # the null branch lands after the probe
+  expect_array 'java.lang.Object[]' make 1      # version 48
+  grep -q $'^array\t[0-9]*\t\[\[I\t30$' "$out/run.txt" && ok || fail "$mode: no int[][] reported as [[I"
 
   # Version 48: allocByClassId reports from every constructor; the agent keeps those
   # whose object's class is the probe's. By that test: 7 of each class.

@@ -18,6 +18,7 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <tuple>
 #include <map>
 #include <optional>
 #include <random>
@@ -271,7 +272,9 @@ std::string CheckInstrumentResult(const InstrumentResult &r) {
     }
     if (!r.changed) return r.bytes.empty() ? "" : "unchanged but returned bytes";
     if (r.bytes.empty()) return "changed but no bytes";
-    if (r.instrumented == 0 && r.allocProbed == 0 && r.sitesProbed == 0) return "changed but nothing instrumented";
+    if (r.instrumented == 0 && r.allocProbed == 0 && r.sitesProbed == 0 && r.arraysProbed == 0) {
+        return "changed but nothing instrumented";
+    }
     if (!r.delegationOffsets.empty() && r.delegationOffsets.size() != r.decl.methods.size()) {
         return "delegationOffsets does not have one entry per method";
     }
@@ -1219,5 +1222,79 @@ TEST(Classfile, SleepSiteGetsAStaticProbeAndOtherCallsNone) {
                                                   [](const ClassDecl &, const MethodDecl &, const CallSite &) {
                                                       return kNoProbe;
                                                   });
+    EXPECT_FALSE(none.changed);
+}
+
+TEST(Classfile, ArrayProbeFollowsEachArrayAllocationAndBranchesLandAfterIt) {
+    REQUIRE_CLASSES();
+    const Bytes original = LoadClass("alloc/AllocSample");
+    std::vector<ArraySite> seen;
+    const InstrumentResult r = InstrumentClass(
+        original, ProbeSelector{}, AllocSelector{}, SiteSelector{},
+        [&](const ClassDecl &, const MethodDecl &m, const ArraySite &s) -> std::int64_t {
+            if (m.name != "makeArrays") return kNoProbe;
+            seen.push_back(s);
+            if (s.arrayClass == "alloc.AllocSample$Filtered[]") return kNoProbe;  // a filter says no
+            return 99 + static_cast<std::int64_t>(seen.size());
+        });
+    ASSERT_TRUE(r.changed) << r.error;
+    EXPECT_EQ(CheckInstrumentResult(r), "");
+    EXPECT_TRUE(r.arraysSkipped.empty());
+    EXPECT_EQ(r.arraysProbed, 5u);
+    EXPECT_EQ(r.instrumented + r.allocProbed + r.sitesProbed, 0u);
+    // The sites in code order, with the arrays' classes known statically.
+    const std::vector<std::tuple<std::uint8_t, std::string, std::string, unsigned>> want = {
+        {0xbc, "[I", "int[]", 1},
+        {0xbd, "[Ljava/lang/String;", "java.lang.String[]", 1},
+        {0xc5, "[[I", "int[][]", 2},
+        {0xbd, "[Lalloc/AllocSample$Elem;", "alloc.AllocSample$Elem[]", 1},
+        {0xbd, "[Lalloc/AllocSample$Filtered;", "alloc.AllocSample$Filtered[]", 1},
+        {0xbc, "[J", "long[]", 1}};
+    ASSERT_EQ(seen.size(), want.size());
+    for (std::size_t i = 0; i < want.size(); ++i) {
+        EXPECT_EQ(seen[i].opcode, std::get<0>(want[i])) << i;
+        EXPECT_EQ(seen[i].descriptor, std::get<1>(want[i])) << i;
+        EXPECT_EQ(seen[i].arrayClass, std::get<2>(want[i])) << i;
+        EXPECT_EQ(seen[i].dimensions, std::get<3>(want[i])) << i;
+    }
+    const TestClass before = ReadTestClass(original), after = ReadTestClass(r.bytes);
+    const TestMethod &om = *before.Find("makeArrays", "(I)V"), &nm = *after.Find("makeArrays", "(I)V");
+    EXPECT_EQ(nm.maxStack, om.maxStack + 2);
+    ASSERT_EQ(nm.code.size(), om.code.size() + 5 * 7);
+    // Other methods (main, reflect: varargs arrays) are unchanged: the selector said no.
+    EXPECT_EQ(after.Find("reflect", "()V")->code, before.Find("reflect", "()V")->code);
+    // After each allocation (at its original offset plus the probes before it):
+    // dup; sipush id; invokestatic allocArray; then the original next instruction.
+    std::size_t shift = 0;
+    unsigned id = 100;
+    for (std::size_t k = 0; k < seen.size(); ++k) {
+        const std::size_t at = seen[k].offset + shift;
+        const std::size_t len = seen[k].opcode == 0xbc ? 2 : seen[k].opcode == 0xbd ? 3 : 4;
+        ASSERT_EQ(nm.code.at(at), seen[k].opcode) << k;
+        const std::size_t next = at + len;
+        if (seen[k].arrayClass == "alloc.AllocSample$Filtered[]") {
+            EXPECT_EQ(nm.code.at(next), 0xb3) << "no probe: putstatic follows";
+            ++id;
+            continue;
+        }
+        EXPECT_EQ(nm.code.at(next), 0x59) << "dup";
+        EXPECT_EQ(nm.code.at(next + 1), 0x11) << "sipush";
+        EXPECT_EQ(U2At(nm.code, next + 2), id++);
+        EXPECT_EQ(nm.code.at(next + 4), 0xb8) << "invokestatic";
+        EXPECT_EQ(after.Member(U2At(nm.code, next + 5)), "martini/runtime/Probes.allocArray(Ljava/lang/Object;I)V");
+        EXPECT_EQ(nm.code.at(next + 7), 0xb3) << "putstatic";
+        shift += 7;
+    }
+    // `i % 3 == 0 ? null : new long[2]`: aconst_null; goto L; iconst_2; newarray long;
+    // L: putstatic. The goto lands on the putstatic, after the long[] probe.
+    const std::size_t longAt = seen.back().offset + shift - 7;
+    ASSERT_EQ(nm.code.at(longAt - 1), 0x05) << "iconst_2";
+    ASSERT_EQ(nm.code.at(longAt - 4), 0xa7) << "goto";
+    const auto rel = static_cast<std::int16_t>(U2At(nm.code, longAt - 3));
+    EXPECT_EQ(static_cast<std::int64_t>(longAt - 4) + rel, static_cast<std::int64_t>(longAt + 2 + 7));
+    // A selector that wants no array leaves the class byte for byte.
+    const InstrumentResult none =
+        InstrumentClass(original, ProbeSelector{}, AllocSelector{}, SiteSelector{},
+                        [](const ClassDecl &, const MethodDecl &, const ArraySite &) { return kNoProbe; });
     EXPECT_FALSE(none.changed);
 }

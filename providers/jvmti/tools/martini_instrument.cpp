@@ -1,13 +1,16 @@
 // martini-instrument: rewrites the .class files of a directory the way the JVM agent
 // does at class load, for testing the rewriter with the JVM's own verifier.
 //
-//   martini-instrument [--prefix P]... [--alloc] [--sites] [--no-calls] IN_DIR OUT_DIR ID_MAP
+//   martini-instrument [--prefix P]... [--alloc] [--arrays] [--sites] [--no-calls] IN_DIR OUT_DIR ID_MAP
 //
 // Every method with code of every class under IN_DIR (whose name starts with one of
 // the --prefix values, when given) gets call probes (not with --no-calls); ids are
 // given in file order and written to ID_MAP as "id<TAB>class<TAB>method<TAB>descriptor".
 // With --alloc every such class also gets allocation probes in its constructors, with
 // a class probe id from the same sequence, written as "id<TAB>class<TAB><alloc><TAB>-".
+// With --arrays every newarray/anewarray/multianewarray gets an array probe, with an
+// id from the same sequence, written as
+// "id<TAB>class<TAB><array><TAB>array-class method offset" ("int[] run 12").
 // With --sites every thread-interaction call site (see instrumenter.h) gets a site
 // probe, with an id from the same sequence, written as
 // "id<TAB>class<TAB><site><TAB>kind method descriptor owner.name descriptor".
@@ -27,13 +30,15 @@ namespace fs = std::filesystem;
 
 int main(int argc, char **argv) {
     std::vector<std::string> prefixes, positional;
-    bool allocProbes = false, callProbes = true, siteProbes = false;
+    bool allocProbes = false, callProbes = true, siteProbes = false, arrayProbes = false;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         if (a == "--prefix" && i + 1 < argc) {
             prefixes.push_back(argv[++i]);
         } else if (a == "--alloc") {
             allocProbes = true;
+        } else if (a == "--arrays") {
+            arrayProbes = true;
         } else if (a == "--sites") {
             siteProbes = true;
         } else if (a == "--no-calls") {
@@ -43,7 +48,7 @@ int main(int argc, char **argv) {
         }
     }
     if (positional.size() != 3) {
-        std::fprintf(stderr, "usage: martini-instrument [--prefix P]... [--alloc] [--sites] [--no-calls] IN_DIR OUT_DIR ID_MAP\n");
+        std::fprintf(stderr, "usage: martini-instrument [--prefix P]... [--alloc] [--arrays] [--sites] [--no-calls] IN_DIR OUT_DIR ID_MAP\n");
         return 1;
     }
     const fs::path in = positional[0], out = positional[1];
@@ -54,7 +59,7 @@ int main(int argc, char **argv) {
     }
     std::sort(files.begin(), files.end());
     std::int64_t nextId = 1;
-    unsigned classes = 0, methods = 0, skipped = 0, constructors = 0, sites = 0;
+    unsigned classes = 0, methods = 0, skipped = 0, constructors = 0, sites = 0, arrays = 0;
     for (const auto &f : files) {
         std::ifstream is(f, std::ios::binary);
         std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(is)), {});
@@ -83,10 +88,19 @@ int main(int argc, char **argv) {
                 << m.descriptor << ' ' << s.owner << '.' << s.name << ' ' << s.descriptor << '\n';
             return id;
         };
+        auto selectArray = [&](const martini::jvm::ClassDecl &c, const martini::jvm::MethodDecl &m,
+                               const martini::jvm::ArraySite &s) -> std::int64_t {
+            if (!wanted(c)) return martini::jvm::kNoProbe;
+            const std::int64_t id = nextId++;
+            map << id << '\t' << c.internalName << "\t<array>\t" << s.arrayClass << ' ' << m.name << ' ' << s.offset
+                << '\n';
+            return id;
+        };
         const auto r = martini::jvm::InstrumentClass(
             bytes, callProbes ? martini::jvm::ProbeSelector(select) : martini::jvm::ProbeSelector{},
             allocProbes ? martini::jvm::AllocSelector(selectAlloc) : martini::jvm::AllocSelector{},
-            siteProbes ? martini::jvm::SiteSelector(selectSite) : martini::jvm::SiteSelector{});
+            siteProbes ? martini::jvm::SiteSelector(selectSite) : martini::jvm::SiteSelector{},
+            arrayProbes ? martini::jvm::ArraySelector(selectArray) : martini::jvm::ArraySelector{});
         if (!r.parsed) std::fprintf(stderr, "martini-instrument: %s: not instrumented: %s\n", f.c_str(), r.error.c_str());
         for (const auto &s : r.skipped) std::fprintf(stderr, "martini-instrument: %s: left alone: %s\n", f.c_str(), s.c_str());
         for (const auto &s : r.allocSkipped) {
@@ -95,11 +109,16 @@ int main(int argc, char **argv) {
         for (const auto &s : r.sitesSkipped) {
             std::fprintf(stderr, "martini-instrument: %s: no site probes: %s\n", f.c_str(), s.c_str());
         }
+        for (const auto &s : r.arraysSkipped) {
+            std::fprintf(stderr, "martini-instrument: %s: no array probes: %s\n", f.c_str(), s.c_str());
+        }
         sites += r.sitesProbed;
+        arrays += r.arraysProbed;
         classes += r.changed ? 1 : 0;
         methods += r.instrumented;
         constructors += r.allocProbed;
-        skipped += static_cast<unsigned>(r.skipped.size() + r.allocSkipped.size() + r.sitesSkipped.size());
+        skipped += static_cast<unsigned>(r.skipped.size() + r.allocSkipped.size() + r.sitesSkipped.size() +
+                                         r.arraysSkipped.size());
         const fs::path dest = out / fs::relative(f, in);
         fs::create_directories(dest.parent_path());
         std::ofstream os(dest, std::ios::binary);
@@ -112,7 +131,7 @@ int main(int argc, char **argv) {
     }
     std::fprintf(stderr,
                  "martini-instrument: %u classes rewritten, %u methods instrumented, %u constructors with allocation "
-                 "probes, %u site probes, %u left alone\n",
-                 classes, methods, constructors, sites, skipped);
+                 "probes, %u site probes, %u array probes, %u left alone\n",
+                 classes, methods, constructors, sites, arrays, skipped);
     return 0;
 }

@@ -63,6 +63,25 @@ public class AllocSample {
 
     static class Filtered {}             // the tests' filters leave it out
 
+    static class Elem {}                 // arrays of it: anewarray of an application class
+
+    // Arrays (exact mode's array probes after newarray/anewarray/multianewarray), made
+    // by the main thread only. Per round: one int[], one String[], one int[][] (by
+    // multianewarray; its two int[3] rows are made by the JVM itself and not
+    // reported), one Elem[], one Filtered[] (left out by the filters), and a long[]
+    // in two of three rounds: the branch of the ?: that yields null jumps to the
+    // instruction right after the newarray, and must not run its probe.
+    static void makeArrays(int rounds) {
+        for (int i = 0; i < rounds; i++) {
+            sink = new int[i % 4];
+            sink = new String[2];
+            sink = new int[2][3];
+            sink = new Elem[i];
+            sink = new Filtered[1];
+            sink = i % 3 == 0 ? null : new long[2];
+        }
+    }
+
     static volatile Object sink;
 
     static void makeObjects(int rounds) {
@@ -101,6 +120,7 @@ public class AllocSample {
         sink = new Leaf(4);
         throwers();
         reflect();
+        makeArrays(30);
         if (args.length > 0 && args[0].equals("old")) sink = old.Old.make(7);
         System.out.println("alloc sample done");
     }

@@ -14,6 +14,9 @@ public class Old {
 
     public static Object make(int n) {
         Object last = null;
+        // An array in a class verified by type inference (no StackMapTable); the branch
+        // that yields null jumps to the instruction right after the anewarray.
+        Object[] keep = n > 0 ? new Object[n] : null;
         for (int i = 0; i < n; i++) {
             last = new Old();
             last = new OldChild();

@@ -23,6 +23,8 @@ public final class Probes {
     private static final Map<Object, Boolean> SEEN = Collections.synchronizedMap(new IdentityHashMap<>());
     // allocByClassId (class files before version 49): "id<TAB>runtime class" -> count
     private static final Map<String, Long> BY_ID = Collections.synchronizedMap(new TreeMap<>());
+    // Array probes: "id<TAB>runtime class" -> count
+    private static final Map<String, Long> ARRAYS = Collections.synchronizedMap(new TreeMap<>());
     // Site probes: "id<TAB>receiver class" ("-" for none) -> count
     private static final Map<String, Long> SITES = Collections.synchronizedMap(new TreeMap<>());
 
@@ -63,6 +65,11 @@ public final class Probes {
         BY_ID.merge(classId + "\t" + o.getClass().getName().replace('.', '/'), 1L, Long::sum);
     }
 
+    public static void allocArray(Object a, int id) {
+        ARRAYS.merge(id + "\t" + a.getClass().getName(), 1L, Long::sum);
+        if (SEEN.put(a, Boolean.TRUE) != null) DUPLICATES.incrementAndGet(0);
+    }
+
     public static void interaction(Object o, int id) {
         SITES.merge(id + "\t" + (o == null ? "null" : o.getClass().getName().replace('.', '/')), 1L, Long::sum);
     }
@@ -94,6 +101,11 @@ public final class Probes {
         synchronized (BY_ID) {
             for (Map.Entry<String, Long> e : BY_ID.entrySet()) {
                 sb.append("allocById\t").append(e.getKey()).append('\t').append(e.getValue()).append('\n');
+            }
+        }
+        synchronized (ARRAYS) {
+            for (Map.Entry<String, Long> e : ARRAYS.entrySet()) {
+                sb.append("array\t").append(e.getKey()).append('\t').append(e.getValue()).append('\n');
             }
         }
         synchronized (SITES) {
