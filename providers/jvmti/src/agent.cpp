@@ -145,6 +145,11 @@ void JNICALL OnVmInit(jvmtiEnv *jvmti, JNIEnv *jni, jthread) {
                  reinterpret_cast<void *>(+[](JNIEnv *env, jclass, jobject o, jint id) {
                      gProvider->Allocated(env, o, id, true);
                  })},
+                // Exact allocation mode, arrays: after newarray/anewarray/multianewarray.
+                {const_cast<char *>("allocArray"), const_cast<char *>("(Ljava/lang/Object;I)V"),
+                 reinterpret_cast<void *>(+[](JNIEnv *env, jclass, jobject a, jint site) {
+                     gProvider->AllocatedArray(env, a, site);
+                 })},
                 // Thread interactions: site probes before notify/start/join/... calls.
                 {const_cast<char *>("interaction"), const_cast<char *>("(Ljava/lang/Object;I)V"),
                  reinterpret_cast<void *>(+[](JNIEnv *env, jclass, jobject o, jint site) {
@@ -166,7 +171,8 @@ void JNICALL OnVmInit(jvmtiEnv *jvmti, JNIEnv *jni, jthread) {
                 std::vector<jmethodID> probeMethods;
                 for (const auto &[name, sig] : {std::pair{"alloc", "(Ljava/lang/Object;Ljava/lang/Class;I)V"},
                                                 std::pair{"allocated", "(Ljava/lang/Object;I)V"},
-                                                std::pair{"allocByClassId", "(Ljava/lang/Object;I)V"}}) {
+                                                std::pair{"allocByClassId", "(Ljava/lang/Object;I)V"},
+                                                std::pair{"allocArray", "(Ljava/lang/Object;I)V"}}) {
                     if (jmethodID m = jni->GetStaticMethodID(probes, name, sig)) probeMethods.push_back(m);
                     jni->ExceptionClear();
                 }

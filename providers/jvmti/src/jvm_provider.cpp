@@ -275,13 +275,26 @@ std::vector<std::uint8_t> JvmProvider::OnClassFile(JNIEnv *jni, jobject loader, 
         if (known->second == 0 && !parent) return kNoProbe;
         return SiteProbeFor(ids[i], site, known->second);
     };
+    // Exact allocation mode, arrays: the heap filters are asked about the class of the
+    // array each newarray/anewarray/multianewarray creates ("int[]",
+    // "java.lang.String[]"; once per class); the site gets a probe when some client wants it.
+    auto selectArray = [&](const ClassDecl &decl, const MethodDecl &m, const ArraySite &site) -> std::int64_t {
+        declare(decl);
+        const auto i = static_cast<std::size_t>(&m - decl.methods.data());
+        if (!instrumenting || i >= ids.size() || methods_.Get(ids[i]) == nullptr) return kNoProbe;
+        const TId arrayClass = ArrayClassIdFor(jni, loader, site.descriptor, site.arrayClass);
+        const ClientMask mask = InterestOf(arrayClass, EG_HEAP);
+        if (mask == 0) return kNoProbe;
+        return ArraySiteFor(ids[i], site.offset, arrayClass, mask, site.descriptor);
+    };
     const bool wantsCalls = core_->HasObservers(EV_METHOD_ENTER) || core_->HasObservers(EV_METHOD_LEAVE);
     const bool wantsAllocs = exactAllocations_;
     const bool wantsSites = SiteProbesWanted();
     InstrumentResult result = wantsCalls || wantsAllocs || wantsSites
                                   ? InstrumentClass(bytes, wantsCalls ? ProbeSelector(select) : ProbeSelector{},
                                                     wantsAllocs ? AllocSelector(selectAlloc) : AllocSelector{},
-                                                    wantsSites ? SiteSelector(selectSite) : SiteSelector{})
+                                                    wantsSites ? SiteSelector(selectSite) : SiteSelector{},
+                                                    wantsAllocs ? ArraySelector(selectArray) : ArraySelector{})
                                   : ParseClass(bytes);
     if (!result.parsed) {
         stats_.classesUnparsable.fetch_add(1, std::memory_order_relaxed);
@@ -304,7 +317,13 @@ std::vector<std::uint8_t> JvmProvider::OnClassFile(JNIEnv *jni, jobject loader, 
                      s.c_str());
     }
     stats_.constructorsAllocProbed.fetch_add(result.allocProbed, std::memory_order_relaxed);
+    for (const std::string &s : result.arraysSkipped) {
+        stats_.methodsLeftAlone.fetch_add(1, std::memory_order_relaxed);
+        std::fprintf(stderr, "martini: %s.%s; no array probes (arrays it allocates are not reported)\n", name,
+                     s.c_str());
+    }
     stats_.sitesProbed.fetch_add(result.sitesProbed, std::memory_order_relaxed);
+    stats_.arraySitesProbed.fetch_add(result.arraysProbed, std::memory_order_relaxed);
     // Delegating constructors' this(...) call sites, for the allocation stacks. Set
     // before the class's code reaches the JVM.
     for (std::size_t i = 0; i < result.delegationOffsets.size() && i < ids.size(); ++i) {
@@ -823,8 +842,76 @@ void JvmProvider::Allocated(JNIEnv *jni, jobject object, std::int32_t allocProbe
     RaiseObjectAlloc(jni, object, a->classId, a->heapInterest, static_cast<std::uint64_t>(size), true);
 }
 
+TId JvmProvider::ArrayClassIdFor(JNIEnv *jni, jobject loader, const std::string &descriptor,
+                                  const std::string &sourceName) {
+    // An array class's loader is its element class's: the bootstrap loader for
+    // primitive elements; assumed so for java.* elements, and the loader of the class
+    // being loaded otherwise (AllocatedArray checks it against the first array).
+    const std::size_t dims = descriptor.find_first_not_of('[');
+    const bool boot = dims == std::string::npos || descriptor[dims] != 'L' ||
+                      descriptor.compare(dims, 6, "Ljava/") == 0;
+    std::lock_guard lock(mutex_);
+    const std::string key = ClassKey(jni, boot ? nullptr : loader, descriptor);
+    if (auto c = classByKey_.find(key); c != classByKey_.end()) return c->second;
+    auto cls = std::make_unique<ClassRecord>();
+    cls->internalName = descriptor;
+    cls->name = sourceName;
+    classes_.push_back(std::move(cls));
+    classByKey_.emplace(key, classes_.size());
+    return classes_.size();
+}
+
+std::int64_t JvmProvider::ArraySiteFor(TId methodId, std::uint32_t offset, TId classId, ClientMask heapInterest,
+                                       const std::string &descriptor) {
+    std::lock_guard lock(mutex_);
+    const auto key = std::make_pair(methodId, offset);
+    TId id = 0;
+    if (auto it = arraySiteByLocation_.find(key); it != arraySiteByLocation_.end()) {
+        id = it->second;  // retransformed: the same site, the same id
+    } else {
+        id = arraySites_.Add();
+        if (id == 0) return kNoProbe;  // table full: the site's arrays are not reported
+        arraySiteByLocation_.emplace(key, id);
+        ArraySiteRecord &r = *arraySites_.Get(id);
+        r.methodId = methodId;
+        r.offset = offset;
+        r.classId.store(classId, std::memory_order_relaxed);
+        // "[I": an int array; "[[I", "[Ljava/lang/String;": elements are objects.
+        static const std::map<char, EObjectArrayType> kElement = {
+            {'Z', OAT_BOOLEAN}, {'B', OAT_BYTE}, {'C', OAT_CHAR},  {'S', OAT_SHORT},
+            {'I', OAT_INT},     {'J', OAT_LONG}, {'F', OAT_FLOAT}, {'D', OAT_DOUBLE}};
+        const auto e = descriptor.size() == 2 ? kElement.find(descriptor[1]) : kElement.end();
+        r.elementType = e != kElement.end() ? e->second : OAT_OBJECT;
+    }
+    arraySites_.Get(id)->heapInterest = heapInterest;
+    return static_cast<std::int64_t>(id);
+}
+
+void JvmProvider::AllocatedArray(JNIEnv *jni, jobject array, std::int32_t site) noexcept {
+    if (dead_.load(std::memory_order_relaxed) || array == nullptr) return;  // after VmShutdown
+    if (!core_->IsEnabled(EV_OBJECT_ALLOC)) return;
+    ArraySiteRecord *a = arraySites_.Get(static_cast<TId>(site));
+    if (a == nullptr) return;
+    TId classId = a->classId.load(std::memory_order_relaxed);
+    if (!a->classChecked.load(std::memory_order_acquire)) {
+        // Once per site: the class id assumed at instrumentation against the array's
+        // actual class (its element class's loader may differ from the one assumed).
+        jclass klass = jni->GetObjectClass(array);
+        if (const TId actual = ClassIdOf(jni, klass); actual != 0) classId = actual;
+        jni->DeleteLocalRef(klass);
+        a->classId.store(classId, std::memory_order_relaxed);
+        a->classChecked.store(true, std::memory_order_release);
+    }
+    jlong size = 0;
+    if (jvmti_->GetObjectSize(array, &size) != JVMTI_ERROR_NONE) size = 0;
+    SArrayInfo info;
+    info.arrayType = a->elementType;
+    info.uiNumElements = static_cast<unsigned>(jni->GetArrayLength(static_cast<jarray>(array)));
+    RaiseObjectAlloc(jni, array, classId, a->heapInterest, static_cast<std::uint64_t>(size), true, &info);
+}
+
 void JvmProvider::RaiseObjectAlloc(JNIEnv *jni, jobject object, TId classId, ClientMask mask, std::uint64_t size,
-                                   bool fromProbe) {
+                                   bool fromProbe, const SArrayInfo *array) {
     SObjectAllocEventData d;
     d.threadId = ContextOf(jni).id;
     d.objectId = TagOf(jni, object, true);
@@ -834,8 +921,14 @@ void JvmProvider::RaiseObjectAlloc(JNIEnv *jni, jobject object, TId classId, Cli
     // The record answers GetObjectInfo and ObjectFree. In exact mode it is kept only
     // when some client observes ObjectFree, which removes it: otherwise every object
     // ever allocated would stay in the table.
-    if (!fromProbe || core_->HasObservers(EV_OBJECT_FREE)) RememberObject(d.objectId, {classId, d.uiObjectSize, {}});
+    if (!fromProbe || core_->HasObservers(EV_OBJECT_FREE)) {
+        RememberObject(d.objectId, {classId, d.uiObjectSize, array != nullptr ? *array : SArrayInfo{}});
+    }
     const BitSet wanted = core_->RequestedData(EV_OBJECT_ALLOC);
+    if (array != nullptr && (wanted & DR_ARRAY_INFO)) {
+        d.arrayInfo = *array;
+        d.validData |= DR_ARRAY_INFO;
+    }
     std::vector<SStackEntry> stack;
     if (fromProbe && (wanted & (DR_VM_CALL_STACK | DR_ALLOC_LOCATION))) {
         // The frames above the allocating method (probes, constructors) are at most a

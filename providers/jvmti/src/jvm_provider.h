@@ -109,9 +109,25 @@ struct SiteRecord {
     ClientMask interest = 0;   // the thread-interaction filters' answer for methodId
 };
 
+// Exact allocation mode: one per newarray/anewarray/multianewarray that got an array
+// probe; the probe passes its id. Written before the class's code reaches the JVM.
+struct ArraySiteRecord {
+    TId methodId = 0;             // the method containing the allocation
+    std::uint32_t offset = 0;     // its bytecode index in the original code
+    ClientMask heapInterest = 0;  // the heap filters' answer for the array's class
+    Martini::MPI::EObjectArrayType elementType = Martini::MPI::OAT_OBJECT;  // of the outermost array
+    // The array's class: decided at instrumentation (the element class's loader is not
+    // known then: the bootstrap loader is assumed for primitive and java.* elements,
+    // the allocating class's loader otherwise), checked against the first array's
+    // actual class once; then read without lookups.
+    std::atomic<TId> classId{0};
+    std::atomic<bool> classChecked{false};
+};
+
 using MethodTable = RecordTable<MethodRecord, 4096, 16384>;  // up to 64 Mi methods
 using SiteTable = RecordTable<SiteRecord, 1024, 4096>;       // up to 4 Mi call sites
 using AllocTable = RecordTable<AllocRecord, 1024, 4096>;     // up to 4 Mi classes
+using ArraySiteTable = RecordTable<ArraySiteRecord, 1024, 4096>;  // up to 4 Mi array sites
 
 // Per runtime thread: its id and the shadow stack of instrumented methods entered.
 struct ThreadContext {
@@ -207,8 +223,9 @@ public:
 
     // ObjectAlloc for `object` (sampled: from SampledObjectAlloc; exact: from an
     // allocation probe, whose frames and constructor frames are left off the stack).
+    // `array`: DR_ARRAY_INFO for an array from an array probe (else none).
     void RaiseObjectAlloc(JNIEnv *jni, jobject object, TId classId, ClientMask mask, std::uint64_t size,
-                          bool fromProbe);
+                          bool fromProbe, const Martini::MPI::SArrayInfo *array = nullptr);
 
     // ---- Probes (the natives of martini.runtime.Probes)
     void Enter(JNIEnv *jni, std::int32_t id) noexcept;
@@ -216,6 +233,9 @@ public:
     // Probes.allocated (the object's class is the probe's: Probes.alloc checked it) and
     // Probes.allocByClassId (class files before version 49: `checkClass`).
     void Allocated(JNIEnv *jni, jobject object, std::int32_t allocProbe, bool checkClass) noexcept;
+    // Probes.allocArray: the array just made by the newarray/anewarray/multianewarray
+    // of array site `site`.
+    void AllocatedArray(JNIEnv *jni, jobject array, std::int32_t site) noexcept;
     // Probes.interaction / interactionStatic (receiver null): raises ThreadInteraction
     // for the site, and for a Thread.start() site remembers the caller as the new
     // thread's parent.
@@ -246,6 +266,7 @@ public:
         std::atomic<std::uint64_t> methodsInstrumented{0}, methodsLeftAlone{0};
         std::atomic<std::uint64_t> constructorsAllocProbed{0}, constructorsWithoutAllocProbe{0};
         std::atomic<std::uint64_t> sitesProbed{0};
+        std::atomic<std::uint64_t> arraySitesProbed{0};
     };
     Stats &GetStats() { return stats_; }
 
@@ -266,6 +287,13 @@ private:
     bool ReachesThreadMethod(JNIEnv *jni, jobject receiver, const SiteRecord &site);
     // A site probe id for the call at `offset` of method `methodId` (kNoProbe: table full).
     std::int64_t SiteProbeFor(TId methodId, const CallSite &site, ClientMask interest);
+    // An array site probe id for the allocation at `offset` of method `methodId`
+    // (kNoProbe: table full).
+    std::int64_t ArraySiteFor(TId methodId, std::uint32_t offset, TId classId, ClientMask heapInterest,
+                              const std::string &descriptor);
+    // The class id of an array class named by its descriptor ("[I"), made from the
+    // class file being loaded by `loader` (see ArraySiteRecord::classId).
+    TId ArrayClassIdFor(JNIEnv *jni, jobject loader, const std::string &descriptor, const std::string &sourceName);
     void AppendFrames(const jvmtiFrameInfo *frames, jint count, std::vector<Martini::MPI::SStackEntry> &out);
 
     JavaVM *vm_;
@@ -288,6 +316,8 @@ private:
     AllocTable allocs_;
     SiteTable sites_;
     std::map<std::pair<TId, std::uint32_t>, TId> siteByLocation_;  // (method, offset) -> site id
+    ArraySiteTable arraySites_;
+    std::map<std::pair<TId, std::uint32_t>, TId> arraySiteByLocation_;  // (method, offset) -> array site id
     std::unordered_map<TId, TId> parentByThreadTag_;               // started Thread's tag -> caller's id
     std::vector<std::unique_ptr<ClassRecord>> classes_;     // id - 1
     std::unordered_map<std::string, TId> classByKey_;        // "<loader>/<internal name>"

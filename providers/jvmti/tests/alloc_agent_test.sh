@@ -7,7 +7,10 @@
 # the allocating method. Classes the filters leave out are not rewritten, nor is
 # java.lang.Object; sampled mode rewrites nothing; call-graph events stay exact
 # (against the JVMTI MethodEntry oracle) with allocation probes in the same
-# constructors.
+# constructors. Arrays (array probes after newarray/anewarray/multianewarray): exact
+# counts per array class from the allocating method, DR_ARRAY_INFO, arrays of a class
+# the filter leaves out not reported; with the filter wanting int[], String[] and
+# Object[], JDK classes get array probes too and the program still runs.
 # usage: alloc_agent_test.sh AGENT ORACLE_AGENT ALLOC_CLIENT CALLCOUNT_LIB JAVAC JAVA JAVA_TEST_DIR
 set -uo pipefail
 agent=$1 oracle=$2 client=$3 callcount=$4 javac=$5 java=$6 src=$7
@@ -44,6 +47,8 @@ expect_count 'alloc.AllocSample$Thrower' 5  # 2 of them throw after super()
 expect_count 'old.Old' 7                    # class file version 48
 expect_count 'old.Old$OldChild' 7
 expect_count 'alloc.AllocSample$Filtered' 0
+expect_count 'alloc.AllocSample$Elem[]' 30      # anewarray of an application class
+expect_count 'alloc.AllocSample$Filtered[]' 0   # its element class is excluded: no probes
 [ "$(cut -f1 "$ev" | sort -u | grep -cv '^alloc\.\|^old\.')" = 0 ] && ok ||
   fail "events for classes no filter accepts: $(cut -f1 "$ev" | sort -u | grep -v '^alloc\.\|^old\.' | head -3)"
 [ -s "$ev" ] && [ -z "$(cut -f2 "$ev" | sort | uniq -d)" ] && ! cut -f2 "$ev" | grep -qx 0 && ok ||
@@ -81,6 +86,45 @@ grep -q $'\tmartini\.runtime\.Probes\.' "$ev" && fail "a Probes frame is on an a
 # DR_ALLOC_LOCATION names the same method as frame 0.
 [ "$(awk -F'\t' '$5 != $7' "$ev" | wc -l)" = 0 ] && ok || fail "allocation site differs from frame 0: $(awk -F'\t' '$5 != $7' "$ev" | head -2)"
 
+# Arrays of an application class: allocated in makeArrays, called by main.
+expect_site 'alloc.AllocSample$Elem[]' alloc.AllocSample.makeArrays 30
+[ "$(awk -F'\t' '$1 == "alloc.AllocSample$Elem[]" && $6 == "alloc.AllocSample.main"' "$ev" | wc -l)" = 30 ] && ok ||
+  fail "Elem[]: frame 1 is not main"
+# DR_ARRAY_INFO: OAT_OBJECT (1) and the lengths 0..29 (sum 435); objects have none.
+[ "$(awk -F'\t' '$1 == "alloc.AllocSample$Elem[]" {split($8, a, ":"); if (a[1] == 1) n += a[2]; else bad++} END {print n + 0, bad + 0}' "$ev")" = "435 0" ] &&
+  ok || fail "Elem[] array info: $(awk -F'\t' '$1 == "alloc.AllocSample$Elem[]" {print $8}' "$ev" | sort | uniq -c | head -3 | tr '\n' ' ')"
+[ "$(awk -F'\t' '$1 !~ /\[\]$/ && $8 != "-"' "$ev" | wc -l)" = 0 ] && ok || fail "objects with array info"
+
+# 2b. Arrays of JDK classes and primitive arrays: the filter wants them everywhere, so
+#     JDK classes get array probes too (and are verified); counted where makeArrays
+#     (main thread) and old.Old.make (version 48) allocate them.
+run -Xverify:all -agentpath:"$agent=$client=name=int[]|long[]|int[][]|java.lang.String[]|java.lang.Object[],out=$work/arrays.tsv" \
+  >"$work/out2b" 2>"$work/err2b"
+grep -q "alloc sample done" "$work/out2b" && ok || { fail "the program with JDK array probes:"; tail -5 "$work/err2b"; }
+grep -q "no array probes\|left as it is" "$work/err2b" && fail "array probes left out: $(grep 'no array probes\|left as it is' "$work/err2b" | head -3)" || ok
+arrays() {  # arrays CLASS FRAME0 -> events
+  awk -F'\t' -v c="$1" -v f="$2" '$1 == c && $5 == f' "$work/arrays.tsv" | wc -l
+}
+for want in 'int[] alloc.AllocSample.makeArrays 30' 'java.lang.String[] alloc.AllocSample.makeArrays 30' \
+            'int[][] alloc.AllocSample.makeArrays 30' 'long[] alloc.AllocSample.makeArrays 20' \
+            'java.lang.Object[] old.Old.make 1'; do
+  set -- $want
+  [ "$(arrays "$1" "$2")" = "$3" ] && ok || fail "$1 allocated in $2: $(arrays "$1" "$2"), wanted $3"
+done
+# Only the classes wanted; several JDK methods allocate them too.
+[ -z "$(cut -f1 "$work/arrays.tsv" | sort -u | grep -vx 'int\[\]\|long\[\]\|int\[\]\[\]\|java\.lang\.String\[\]\|java\.lang\.Object\[\]')" ] &&
+  [ "$(awk -F'\t' '$5 !~ /^(alloc|old)\./' "$work/arrays.tsv" | wc -l)" -gt 0 ] && ok ||
+  fail "array classes reported: $(cut -f1 "$work/arrays.tsv" | sort | uniq -c | tr '\n' ' ')"
+# The allocating method is innermost, its caller next; the allocation site is frame 0;
+# array info: int[][] has 2 elements of type OAT_OBJECT (1), long[] 2 of OAT_LONG (7).
+grep -q $'\tmartini\.runtime\.Probes\.' "$work/arrays.tsv" && fail "a Probes frame is on an array's stack" || ok
+[ "$(awk -F'\t' '$5 == "alloc.AllocSample.makeArrays" && ($6 != "alloc.AllocSample.main" || $7 != $5)' "$work/arrays.tsv" | wc -l)" = 0 ] &&
+  ok || fail "makeArrays arrays: frame 1 or site wrong: $(awk -F'\t' '$5 == "alloc.AllocSample.makeArrays"' "$work/arrays.tsv" | head -2)"
+[ "$(awk -F'\t' '$5 == "alloc.AllocSample.makeArrays" && $1 == "int[][]" {print $8}' "$work/arrays.tsv" | sort -u)" = "1:2" ] &&
+  [ "$(awk -F'\t' '$5 == "alloc.AllocSample.makeArrays" && $1 == "long[]" {print $8}' "$work/arrays.tsv" | sort -u)" = "7:2" ] &&
+  ok || fail "array info: $(awk -F'\t' '$5 == "alloc.AllocSample.makeArrays" {print $1, $8}' "$work/arrays.tsv" | sort | uniq -c | tr '\n' ' ')"
+[ -z "$(cut -f2 "$work/arrays.tsv" | sort | uniq -d)" ] && ok || fail "an array reported twice"
+
 # 3. Only the classes some filter wants are rewritten (no call-graph client here).
 mkdir "$work/dump"
 MARTINI_DUMP_CLASSES="$work/dump" run -agentpath:"$agent=$client=name=alloc.AllocSample\$B,out=$work/b.tsv" \
@@ -89,9 +133,10 @@ MARTINI_DUMP_CLASSES="$work/dump" run -agentpath:"$agent=$client=name=alloc.Allo
   fail "rewritten classes with only alloc.AllocSample\$B wanted: $(ls "$work/dump" | head -5 | tr '\n' ' ')"
 [ "$(cut -f1 "$work/b.tsv" | sort | uniq -c | awk '{print $1, $2}')" = '163 alloc.AllocSample$B' ] && ok ||
   fail "B alone: $(cut -f1 "$work/b.tsv" | sort | uniq -c | tr '\n' ' ')"
-# java.lang.Object is never rewritten, even when a filter wants it; the program runs.
+# java.lang.Object is never rewritten, even when a filter wants it (by its exact name:
+# a prefix would take in java.lang.Object[], whose sites get array probes); the program runs.
 mkdir "$work/dump-object"
-MARTINI_DUMP_CLASSES="$work/dump-object" run -agentpath:"$agent=$client=include=java.lang.Object,out=$work/o.tsv" \
+MARTINI_DUMP_CLASSES="$work/dump-object" run -agentpath:"$agent=$client=name=java.lang.Object,out=$work/o.tsv" \
   >"$work/out3" 2>&1
 [ -z "$(ls "$work/dump-object")" ] && grep -q "alloc sample done" "$work/out3" && ok ||
   fail "java.lang.Object was rewritten, or the program failed: $(ls "$work/dump-object") $(tail -3 "$work/out3")"

@@ -2,9 +2,10 @@
 // observes ObjectAlloc for the classes whose source names start with an include=
 // prefix and with no exclude= prefix, or are a name= name, asks for every allocation (interval 0; or
 // interval=N), and at VM shutdown writes one line per event to out=FILE:
-//   <class> TAB <object id> TAB <size> TAB <thread id> TAB <frame 0> TAB <frame 1> TAB <alloc site>
+//   <class> TAB <object id> TAB <size> TAB <thread id> TAB <frame 0> TAB <frame 1> TAB <alloc site> TAB <array>
 // Frames are "Class.method" (frame 0 is the innermost; "-" when absent); the alloc
-// site is DR_ALLOC_LOCATION's method. Options: include=P|P..., exclude=P|P...,
+// site is DR_ALLOC_LOCATION's method; <array> is DR_ARRAY_INFO as "TYPE:LENGTH"
+// (EObjectArrayType's number), "-" when not given. Options: include=P|P..., exclude=P|P...,
 // name=N|N..., interval=N, nostack (no stack, no allocation site), out=FILE
 // (comma-separated). Written against mpi/ only.
 #include <MpiAPI.h>
@@ -60,6 +61,8 @@ struct Event {
     TId classId, objectId, threadId;
     std::uint64_t size;
     TId frame0, frame1, site;
+    int arrayType = -1;
+    unsigned arrayLength = 0;
 };
 
 class Client : public IObjectAllocEventObserver {
@@ -69,7 +72,7 @@ public:
     Filter &filter() { return filter_; }
 
     BitSet EventDataTypes() override {
-        const BitSet base = DR_THREAD_ID | DR_OBJECT_ID | DR_CLASS_ID | DR_OBJECT_SIZE;
+        const BitSet base = DR_THREAD_ID | DR_OBJECT_ID | DR_CLASS_ID | DR_OBJECT_SIZE | DR_ARRAY_INFO;
         return o_.stack ? base | DR_VM_CALL_STACK | DR_ALLOC_LOCATION : base;
     }
     void HandleEvent(SObjectAllocEventData &d) override {
@@ -80,6 +83,10 @@ public:
             if (d.stackTrace.uiSize > 1) e.frame1 = d.stackTrace.entries[1].methodId;
         }
         if (d.validData & DR_ALLOC_LOCATION) e.site = d.allocMethodId;
+        if (d.validData & DR_ARRAY_INFO) {
+            e.arrayType = static_cast<int>(d.arrayInfo.arrayType);
+            e.arrayLength = d.arrayInfo.uiNumElements;
+        }
         std::lock_guard lock(mutex_);
         events_.push_back(e);
     }
@@ -91,9 +98,12 @@ public:
             return;
         }
         for (const Event &e : events_) {
-            std::fprintf(f, "%s\t%llu\t%llu\t%llu\t%s\t%s\t%s\n", ClassName(e.classId).c_str(),
+            const std::string array =
+                e.arrayType < 0 ? "-" : std::to_string(e.arrayType) + ":" + std::to_string(e.arrayLength);
+            std::fprintf(f, "%s\t%llu\t%llu\t%llu\t%s\t%s\t%s\t%s\n", ClassName(e.classId).c_str(),
                          (unsigned long long)e.objectId, (unsigned long long)e.size, (unsigned long long)e.threadId,
-                         MethodName(e.frame0).c_str(), MethodName(e.frame1).c_str(), MethodName(e.site).c_str());
+                         MethodName(e.frame0).c_str(), MethodName(e.frame1).c_str(), MethodName(e.site).c_str(),
+                         array.c_str());
         }
         std::fclose(f);
     }

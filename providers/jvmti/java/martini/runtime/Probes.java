@@ -4,7 +4,8 @@ package martini.runtime;
  * The calls Martini's bytecode instrumentation inserts: enter/leave probes in the
  * methods a client's call-graph filter selected, and, in exact allocation mode,
  * allocation probes in the constructors of the classes a client's heap filter
- * selected, and site probes before the calls of Object.notify/notifyAll and
+ * selected, array allocation probes after the newarray/anewarray/multianewarray
+ * instructions creating arrays of the classes it selected, and site probes before the calls of Object.notify/notifyAll and
  * Thread.start/join/sleep/interrupt in the methods a client's thread-interaction
  * filter selected (or, for Thread.start(), that need thread parents). Loaded from the bootstrap class path so every class, whatever its loader
  * or module, can call it; the natives are bound by the agent.
@@ -38,6 +39,12 @@ public final class Probes {
      * the agent compares the object's class with the class of classId itself.
      */
     public static native void allocByClassId(Object o, int classId);
+
+    /**
+     * Right after a newarray, anewarray or multianewarray, with the new array and the
+     * allocation site's id (the site names the array's class).
+     */
+    public static native void allocArray(Object array, int site);
 
     /**
      * Before a notify/notifyAll/start/join/interrupt call, with its receiver (the
