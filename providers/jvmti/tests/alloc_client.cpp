@@ -17,21 +17,11 @@
 #include <string>
 #include <vector>
 
+#include "split.h"
+
 using namespace Martini::MPI;
 
 namespace {
-
-std::vector<std::string> Split(const std::string &s, char sep) {
-    std::vector<std::string> out;
-    std::size_t start = 0;
-    for (;;) {
-        const auto end = s.find(sep, start);
-        out.push_back(s.substr(start, end == std::string::npos ? std::string::npos : end - start));
-        if (end == std::string::npos) break;
-        start = end + 1;
-    }
-    return out;
-}
 
 struct Options {
     std::vector<std::string> include, exclude, names;
