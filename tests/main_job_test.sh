@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's main job (the bundled client over the bundled trace) prints the
+# The replay main job (the bundled client over the bundled trace, no runtime) prints the
 # program's known counts, and bad client configurations fail with a named cause.
 # usage: main_job_test.sh MARTINI_REPLAY SOURCE_ROOT
 set -uo pipefail
