@@ -129,7 +129,8 @@ struct Rewritten {
     std::int64_t tracked = -1;  // new offset of Plan::track
 };
 
-void EmitProbe(Writer &w, std::int32_t id, std::uint16_t method, PoolAppender &pool) {
+// Pushes a probe id: sipush up to 32767, else an Integer constant.
+void EmitId(Writer &w, std::int32_t id, PoolAppender &pool) {
     if (id <= 32767) {
         w.U1(kSipush);
         w.U2(static_cast<unsigned>(id));
@@ -137,6 +138,10 @@ void EmitProbe(Writer &w, std::int32_t id, std::uint16_t method, PoolAppender &p
         w.U1(kLdcW);
         w.U2(pool.Integer(id));
     }
+}
+
+void EmitProbe(Writer &w, std::int32_t id, std::uint16_t method, PoolAppender &pool) {
+    EmitId(w, id, pool);
     w.U1(kInvokestatic);
     w.U2(method);
 }
@@ -147,15 +152,7 @@ void EmitAllocProbe(Writer &w, std::int32_t id, const AllocRefs &refs, PoolAppen
         w.U1(kLdcW);
         w.U2(refs.thisClass);
     }
-    if (id <= 32767) {
-        w.U1(kSipush);
-        w.U2(static_cast<unsigned>(id));
-    } else {
-        w.U1(kLdcW);
-        w.U2(pool.Integer(id));
-    }
-    w.U1(kInvokestatic);
-    w.U2(refs.method);
+    EmitProbe(w, id, refs.method, pool);
 }
 
 void EmitSiteProbe(Writer &w, const SitePlan &s, unsigned base, const SiteRefs &refs, PoolAppender &pool) {

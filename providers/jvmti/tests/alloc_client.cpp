@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "martini/clients/names.h"
 #include "split.h"
 
 using namespace Martini::MPI;
@@ -102,25 +103,14 @@ private:
     std::string ClassName(TId id) {
         if (id == 0) return "-";
         if (auto it = classes_.find(id); it != classes_.end()) return it->second;
-        std::vector<char> name(256);
-        SClassInfo info;
-        info.szClassName = name.data();
-        info.uiClassNameSize = static_cast<unsigned>(name.size());
-        const TResult r = mpi_.GetClassInfo(id_, id, DR_CLASS_NAME, &info);
-        return classes_[id] = (r == MRTE_RESULT_OK && (info.validData & DR_CLASS_NAME)) ? name.data() : "?";
+        const std::string name = martini::clients::GetClassName(mpi_, id_, id);
+        return classes_[id] = name.empty() ? "?" : name;
     }
     std::string MethodName(TId id) {
         if (id == 0) return "-";
         if (auto it = methods_.find(id); it != methods_.end()) return it->second;
-        std::vector<char> name(256), cls(256);
-        SMethodInfo info;
-        info.szMethodName = name.data();
-        info.uiMethodNameSize = static_cast<unsigned>(name.size());
-        info.szClassName = cls.data();
-        info.uiClassNameSize = static_cast<unsigned>(cls.size());
-        const TResult r = mpi_.GetMethodInfo(id_, id, DR_METHOD_NAME | DR_CLASS_NAME, &info);
-        const bool ok = (r == MRTE_RESULT_OK || r == MRTE_ERROR_PARTIAL_INFO) && (info.validData & DR_METHOD_NAME);
-        return methods_[id] = ok ? std::string(cls.data()) + "." + name.data() : "?";
+        const auto n = martini::clients::GetMethodNames(mpi_, id_, id);
+        return methods_[id] = n.ok ? n.className + "." + n.method : "?";
     }
 
     IMpi &mpi_;

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "martini/clients/names.h"
 #include "split.h"
 
 using namespace Martini::MPI;
@@ -109,12 +110,8 @@ private:
     std::string ClassName(TId id) {
         if (id == 0) return "-";
         if (auto it = classes_.find(id); it != classes_.end()) return it->second;
-        std::vector<char> name(256);
-        SClassInfo info;
-        info.szClassName = name.data();
-        info.uiClassNameSize = static_cast<unsigned>(name.size());
-        const TResult r = mpi_.GetClassInfo(id_, id, DR_CLASS_NAME, &info);
-        return classes_[id] = (r == MRTE_RESULT_OK && (info.validData & DR_CLASS_NAME)) ? name.data() : "?";
+        const std::string name = martini::clients::GetClassName(mpi_, id_, id);
+        return classes_[id] = name.empty() ? "?" : name;
     }
 
     IMpi &mpi_;
