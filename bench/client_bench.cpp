@@ -72,8 +72,11 @@ struct Setup {
     }
 };
 
-inline void Enter(Core &core, BitSet wanted, TId method) {
-    SMethodEnterEventData d;
+// One MethodEnter or MethodLeave as a provider raises it: the timestamp only when some
+// client asked for it.
+template <class Observer>
+inline void Raise(Core &core, BitSet wanted, TId method) {
+    typename Observer::TEventData d;
     d.methodId = method;
     d.threadId = 1;
     d.validData = DR_METHOD_ID | DR_THREAD_ID;
@@ -81,20 +84,10 @@ inline void Enter(Core &core, BitSet wanted, TId method) {
         d.uiCpuTimestamp = Clock::NowNs();
         d.validData |= DR_CPU_TIMESTAMP;
     }
-    core.Raise<IMethodEnterEventObserver>(d);
+    core.Raise<Observer>(d);
 }
-
-inline void Leave(Core &core, BitSet wanted, TId method) {
-    SMethodLeaveEventData d;
-    d.methodId = method;
-    d.threadId = 1;
-    d.validData = DR_METHOD_ID | DR_THREAD_ID;
-    if (wanted & DR_CPU_TIMESTAMP) {
-        d.uiCpuTimestamp = Clock::NowNs();
-        d.validData |= DR_CPU_TIMESTAMP;
-    }
-    core.Raise<IMethodLeaveEventObserver>(d);
-}
+inline void Enter(Core &core, BitSet wanted, TId method) { Raise<IMethodEnterEventObserver>(core, wanted, method); }
+inline void Leave(Core &core, BitSet wanted, TId method) { Raise<IMethodLeaveEventObserver>(core, wanted, method); }
 
 void BM_Client(benchmark::State &state, const char *client, const char *options) {
     // Kept for the process's life: clients may hold on to the core until exit.

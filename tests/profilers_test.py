@@ -109,6 +109,21 @@ check("monitor filter: app.Ledger's contention not reported",
       all(m["class"] != "app.Ledger" for m in details["monitors"]) and any(m["waits"] for m in details["monitors"]),
       details["monitors"])
 
+# -- names longer than the first buffers: MRTE_ERROR_BUFFER_TOO_SHORT, grown, whole ---------
+long_trace = os.path.join(source, "tests", "profilers", "long_names.jsonl")
+long_cls = "org.example." + "verylongpackagename." * 6 + "AClassWithAVeryLongNameIndeed"
+long_method = "aMethodWhoseNameIsLongerThanSixtyFourCharactersSoBuffersMustGrowX"
+long_thread = "a-thread-whose-name-is-much-longer-than-the-sixteen-byte-first-buffer"
+out4 = os.path.join(work, "long")
+r = run([martini, "replay", "--client", f"cgprof=top=0,out={out4},formats=json", "--client",
+         f"heapprof=exact,top=0,out={out4},formats=json", "--client", f"threadprof=top=3,out={out4},formats=json",
+         long_trace])
+cg_frames = [f["name"] for f in json.load(open(os.path.join(out4, "cgprof.json")))["frames"]]
+check("cgprof: long class and method names whole", cg_frames == [f"{long_cls}.{long_method}"], cg_frames)
+hp_alloc = self_by_frame(json.load(open(os.path.join(out4, "heapprof.json"))), "alloc_objects")
+check("heapprof: a long class name whole", hp_alloc.get(f"new {long_cls}") == 1, hp_alloc)
+check("threadprof: the long-named holder", f"held by: {long_thread} (1)" in r.stderr, r.stderr)
+
 # -- bad options ---------------------------------------------------------------------------
 for client, options, message in [
         ("heapprof", "interval=0", "option 'interval': between 1 and 2147483647"),

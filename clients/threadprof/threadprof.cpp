@@ -148,7 +148,7 @@ public:
         // small buffer first, grown when Martini says it is too short.
         TId owner = (d.validData & DR_MONITOR_OWNER_THREAD_ID) ? d.ownerThreadId : 0;
         std::string ownerName;
-        if (owner != 0) ownerName = ThreadNameNow(owner);
+        if (owner != 0) ownerName = martini::clients::GetThreadName(mpi_, id_, owner, 16);
         const TId cls = (d.validData & DR_CLASS_ID) ? d.classId : ClassOfObject(d.objectId);
         std::lock_guard lock(mutex_);
         ThreadRecord &t = Thread(d.threadId);
@@ -233,23 +233,6 @@ private:
         SObjectInfo info;
         if (mpi_.GetObjectInfo(id_, object, DR_CLASS_ID, &info) == MRTE_RESULT_OK) return info.classId;
         return 0;
-    }
-    std::string ThreadNameNow(TId thread) {
-        char small[16];
-        SThreadInfo info;
-        info.szName = small;
-        info.uiNameSize = sizeof small;
-        TResult r = mpi_.GetThreadInfo(id_, thread, DR_THREAD_NAME, &info);
-        if (r == MRTE_ERROR_BUFFER_TOO_SHORT) {
-            std::vector<char> big(info.uiNameSize);
-            SThreadInfo retry;
-            retry.szName = big.data();
-            retry.uiNameSize = static_cast<unsigned>(big.size());
-            r = mpi_.GetThreadInfo(id_, thread, DR_THREAD_NAME, &retry);
-            if (r == MRTE_RESULT_OK) return big.data();
-            return "";
-        }
-        return r == MRTE_RESULT_OK ? std::string(small) : std::string();
     }
     // Names are looked up once per class (under the lock: rare, after contention).
     std::string ClassName(TId cls) {

@@ -69,9 +69,11 @@ inline std::string GetClassName(Martini::MPI::IMpi &mpi, Martini::MPI::TId clien
     return "";
 }
 
-inline std::string GetThreadName(Martini::MPI::IMpi &mpi, Martini::MPI::TId clientId, Martini::MPI::TId threadId) {
+// `initialSize` is the first buffer's size; a short one is grown as Martini reports.
+inline std::string GetThreadName(Martini::MPI::IMpi &mpi, Martini::MPI::TId clientId, Martini::MPI::TId threadId,
+                                 std::size_t initialSize = 64) {
     using namespace Martini::MPI;
-    std::vector<char> name(64);
+    std::vector<char> name(initialSize);
     for (int attempt = 0; attempt < 3; ++attempt) {
         SThreadInfo info;
         info.szName = name.data();
