@@ -85,7 +85,6 @@ std::string RuleSet::ParseLine(std::string_view line) {
             if (item[0] != '+' && item[0] != '-') return where + "a rule starts with + (include) or - (exclude)";
             Rule r;
             r.include = item[0] == '+';
-            r.text = std::string(item);
             std::string_view rest = item.substr(1);
             if (const std::size_t at = rest.rfind('@'); at != std::string_view::npos) {
                 std::string_view access = rest.substr(at + 1);
@@ -158,7 +157,6 @@ std::string RuleSet::ParseJson(std::string_view text, const std::string &source)
         const std::string at = "rules[" + std::to_string(i) + "]";
         if (!rj.is_object()) return fail(at, "expected an object");
         Rule r;
-        r.text = rj.dump();
         bool haveAction = false;
         for (auto f = rj.begin(); f != rj.end(); ++f) {
             const std::string &key = f.key();

@@ -43,7 +43,6 @@ struct Rule {
     std::string namePattern;  // one-line form only ("" = not used)
     std::string signaturePattern = "*";
     unsigned accessMask = 0;  // bits (1 << EMethodAccessType); 0 = any
-    std::string text;         // as written, for messages
 
     bool NeedsMethod() const;  // names a method, signature or access type
 };
