@@ -74,6 +74,32 @@ check("counts mode has no table when top=0", "top " not in r.stderr, r.stderr)
 p = json.load(open(os.path.join(out, "cgprof.json")))
 check("counts mode measures no time", [m["name"] for m in p["metrics"]] == ["calls"] and p["spans"] == [], p["metrics"])
 
+chrome = json.load(open(os.path.join(out, "cgprof.trace.json")))
+check("counts mode: the Chrome trace is a flame chart laid out from the tree (marked synthesized)",
+      chrome["otherData"]["synthesized"] is True
+      and any(e.get("ph") == "X" and e["name"] == "a.A.leaf" and e["args"]["calls"] == 2 for e in chrome["traceEvents"]),
+      chrome["otherData"])
+
+# cpu: thread CPU time per call from DR_THREAD_CPU_TIME (the trace's "cpu" fields)
+cpu_trace = os.path.join(work, "cpu.jsonl")
+with open(cpu_trace, "w") as f:
+    for rec in [{"event": "ThreadStart", "t": 0, "thread": 1, "name": "main"},
+                {"event": "ClassLoad", "t": 1, "thread": 1, "class": 10, "name": "a.A"},
+                {"event": "NewMethod", "t": 2, "method": 1, "class": 10, "name": "outer", "sig": "()V"},
+                {"event": "NewMethod", "t": 3, "method": 2, "class": 10, "name": "inner", "sig": "()V"},
+                {"event": "VmInit", "t": 10, "thread": 1},
+                {"event": "MethodEnter", "t": 100, "thread": 1, "method": 1, "cpu": 1000},
+                {"event": "MethodEnter", "t": 200, "thread": 1, "method": 2, "cpu": 1050},
+                {"event": "MethodLeave", "t": 300, "thread": 1, "method": 2, "cpu": 1250},
+                {"event": "MethodLeave", "t": 400, "thread": 1, "method": 1, "cpu": 1400},
+                {"event": "VmShutdown", "t": 500}]:
+        f.write(json.dumps(rec) + "\n")
+out_cpu = os.path.join(work, "cpu")
+r = run([replay, "--client", f"cgprof=cpu,top=0,out={out_cpu},formats=json", cpu_trace])
+p = json.load(open(os.path.join(out_cpu, "cgprof.json")))
+cpu = self_by_frame(p, "cpu")
+check("cpu: thread CPU time, exclusive per method", cpu == {"a.A.outer": 200, "a.A.inner": 200}, cpu)
+
 out, r = cgprof("trace=3,top=0,formats=json", "trace3")
 check("trace=N bounds the slices", len(json.load(open(os.path.join(out, "cgprof.json")))["spans"]) == 3)
 

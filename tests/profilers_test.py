@@ -65,6 +65,17 @@ if go:
     check("pprof inuse_objects", g.returncode == 0 and re.search(r"\b3\s+60(\.00)?%.*new app\.Transfer", g.stdout),
           g.stdout + g.stderr)
 
+# sampled mode: each sample stands for 1 / (1 - e^(-size/interval)) allocations
+import math  # noqa: E402
+out_s = os.path.join(work, "sampled")
+r = run([martini, "replay", "--client", f"heapprof=interval=64,top=0,out={out_s},formats=json", trace])
+sampled = json.load(open(os.path.join(out_s, "heapprof.json")))
+weight = 1 / (1 - math.exp(-24 / 64))
+got = self_by_frame(sampled, "alloc_objects").get("new app.Transfer")
+check("sampled mode: Transfer counts scaled to estimates", sampled["mode"] == "sampled" and got is not None
+      and abs(got - 5 * weight) <= 3, (got, 5 * weight))
+check("sampled mode: bytes scaled too", abs(self_by_frame(sampled, "alloc_space")["new app.Transfer"] - 5 * 24 * weight) < 2)
+
 # heap filter: only app.Transfer tracked
 out2 = os.path.join(work, "filtered")
 r = run([martini, "replay", "--client", f"heapprof=exact,include=app.Tr*,top=3,out={out2},formats=json", trace])
