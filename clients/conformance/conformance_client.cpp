@@ -12,12 +12,16 @@
 //   gc-order       GcStart and GcEnd alternate
 //   monitor-order  MonitorWaited follows MonitorWait, ContendedMonitorEntered follows
 //                  ContendedMonitorEnter, on the same thread and monitor
+//   modules        ModuleLoad has a non-zero id and a name; a ClassLoad or NewMethod
+//                  with DR_MODULE_ID names a module whose ModuleLoad came before
 //   data-requests  GetMethodInfo answers OK/PARTIAL_INFO for methods seen in events,
-//                  with a name; GetThreadInfo knows the threads events came from
+//                  with a name; GetThreadInfo knows the threads events came from;
+//                  GetModuleInfo answers each module's name as its ModuleLoad gave it
 //
 // Options (comma-separated): report=FILE writes the verdict there as JSON lines
 // (one per violation, then a summary); max=N stops recording details after N
-// violations (default 50). The verdict line on stderr:
+// violations (default 50). The report also lists the modules seen, one line each
+// ({"module":ID,"name":"...","classes":N}). The verdict line on stderr:
 //   conformance: PASS (N events checked)   or   conformance: FAIL (M violations ...)
 #include <MpiAPI.h>
 
@@ -60,6 +64,11 @@ public:
     };
     std::map<TId, ThreadState> threads;
     std::set<TId> methodsSeen;
+    struct Module {
+        std::string name;
+        std::uint64_t classes = 0;
+    };
+    std::map<TId, Module> modules;  // by ModuleLoad
     bool vmInit = false, vmShutdown = false, inGc = false;
 
     void SetMaxDetails(std::size_t n) { maxDetails_ = n; }
@@ -85,6 +94,12 @@ public:
             std::fprintf(stderr, "conformance: violation [%s] %s\n", rule.c_str(), what.c_str());
             if (out) std::fprintf(out, "{\"rule\":\"%s\",\"detail\":\"%s\"}\n", rule.c_str(), Escape(what).c_str());
         }
+        if (out) {
+            for (const auto &[id, m] : modules) {
+                std::fprintf(out, "{\"module\":%llu,\"name\":\"%s\",\"classes\":%llu}\n", (unsigned long long)id,
+                             Escape(m.name).c_str(), (unsigned long long)m.classes);
+            }
+        }
         if (violations_ == 0) {
             std::fprintf(stderr, "conformance: PASS (%llu events checked)\n", (unsigned long long)events_);
         } else {
@@ -109,11 +124,17 @@ private:
         return o;
     }
 
-    // Asks about (at most 100 of) the methods and threads events named.
+    // Asks about (at most 100 of) the methods and threads events named, and about
+    // (at most 100 of) the modules.
     void CheckDataRequests() {
         std::vector<TId> methods, threadIds;
+        std::vector<std::pair<TId, std::string>> moduleNames;
         {
             std::lock_guard lock(mutex_);
+            for (const auto &[id, m] : modules) {
+                if (moduleNames.size() == 100) break;
+                moduleNames.emplace_back(id, m.name);
+            }
             for (TId m : methodsSeen) {
                 if (methods.size() == 100) break;
                 methods.push_back(m);
@@ -132,6 +153,18 @@ private:
                 Violation("data-requests", "GetMethodInfo(" + std::to_string(m) + ") returned " + ResultName(r));
             } else if ((info.validData & DR_METHOD_NAME) == 0 || name[0] == '\0') {
                 Violation("data-requests", "GetMethodInfo(" + std::to_string(m) + ") gave no method name");
+            }
+        }
+        for (const auto &[id, expected] : moduleNames) {
+            std::vector<char> name(expected.size() + 1);
+            SModuleInfo info;
+            info.szModuleName = name.data();
+            info.uiModuleNameSize = static_cast<unsigned>(name.size());
+            const TResult r = g_mpi->GetModuleInfo(g_clientId, id, DR_MODULE_NAME, &info);
+            if (r != MRTE_RESULT_OK || expected != name.data()) {
+                Violation("data-requests", "GetModuleInfo(" + std::to_string(id) + ") returned " + ResultName(r) +
+                                               " and '" + std::string(r == MRTE_RESULT_OK ? name.data() : "") +
+                                               "', not the ModuleLoad's '" + expected + "'");
             }
         }
         for (TId t : threadIds) {
@@ -234,6 +267,47 @@ void Check<IMethodLeaveEventObserver>::Specific(SMethodLeaveEventData &d) {
     } else {
         stack.pop_back();
     }
+}
+
+template <>
+void Check<IModuleLoadEventObserver>::Specific(SModuleLoadEventData &d) {
+    IdCheck(d, DR_MODULE_ID, d.moduleId, "ModuleLoad", "moduleId");
+    if ((d.validData & (DR_MODULE_ID | DR_MODULE_NAME)) != (DR_MODULE_ID | DR_MODULE_NAME) ||
+        d.szModuleName == nullptr || d.szModuleName[0] == '\0') {
+        g_check.Violation("modules", "ModuleLoad without its id and name");
+        return;
+    }
+    g_check.modules[d.moduleId] = {d.szModuleName, 0};
+}
+
+template <>
+void Check<IModuleUnloadEventObserver>::Specific(SModuleUnloadEventData &d) {
+    if ((d.validData & DR_MODULE_ID) == 0) return;
+    if (g_check.modules.erase(d.moduleId) == 0) {
+        g_check.Violation("modules", "ModuleUnload of module " + std::to_string(d.moduleId) + ", never loaded");
+    }
+}
+
+// A module id an event names must have been announced by ModuleLoad.
+template <class Data>
+bool ModuleKnown(const Data &d, const char *event) {
+    if ((d.validData & DR_MODULE_ID) == 0) return false;
+    if (g_check.modules.count(d.moduleId) == 0) {
+        g_check.Violation("modules", std::string(event) + " names module " + std::to_string(d.moduleId) +
+                                         " before its ModuleLoad");
+        return false;
+    }
+    return true;
+}
+
+template <>
+void Check<IClassLoadEventObserver>::Specific(SClassLoadEventData &d) {
+    if (ModuleKnown(d, "ClassLoad")) ++g_check.modules[d.moduleId].classes;
+}
+
+template <>
+void Check<INewMethodEventObserver>::Specific(SNewMethodEventData &d) {
+    ModuleKnown(d, "NewMethod");
 }
 
 template <>

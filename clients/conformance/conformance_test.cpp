@@ -24,6 +24,11 @@ public:
         f.given = DR_METHOD_NAME;
         return MRTE_RESULT_OK;
     }
+    TResult DescribeModule(TId, BitSet, martini::core::ModuleFacts &f) noexcept override {
+        f.name = "other.jar";  // not the name its ModuleLoad gave
+        f.given = DR_MODULE_NAME;
+        return MRTE_RESULT_OK;
+    }
     TResult DescribeThread(TId, BitSet, unsigned, martini::core::ThreadFacts &f) noexcept override {
         f.state = TS_RUNNING;
         f.given = DR_THREAD_STATE;
@@ -89,8 +94,19 @@ TEST(Conformance, EveryBrokenPromiseIsReportedByItsRule) {
     alloc.validData = DR_THREAD_ID | DR_OBJECT_ID;  // ids: objectId 0 marked valid
     core.Raise<IObjectAllocEventObserver>(alloc);
 
+    SModuleLoadEventData module;
+    module.moduleId = 4;
+    module.szModuleName = "app.jar";
+    module.validData = DR_MODULE_ID | DR_MODULE_NAME;
+    core.Raise<IModuleLoadEventObserver>(module);
+    SClassLoadEventData cls;
+    cls.classId = 1;
+    cls.szClassName = "C";
+    cls.moduleId = 5;  // modules: no ModuleLoad for 5
+    cls.validData = DR_CLASS_ID | DR_CLASS_NAME | DR_MODULE_ID;
+    core.Raise<IClassLoadEventObserver>(cls);
     testing::internal::CaptureStderr();
-    core.Raise<IVmShutdownEventObserver>();  // data-requests: method 2 unknown
+    core.Raise<IVmShutdownEventObserver>();  // data-requests: method 2 unknown; module 4 misnamed
     auto after = Enter(1, 9);
     core.Raise<IMethodEnterEventObserver>(after);  // lifecycle: after VmShutdown (counted, not reported)
     const std::string log = testing::internal::GetCapturedStderr();
@@ -101,10 +117,13 @@ TEST(Conformance, EveryBrokenPromiseIsReportedByItsRule) {
     text << in.rdbuf();
     const std::string json = text.str();
     for (const char *rule : {"lifecycle", "pairing", "thread-end", "gc-order", "monitor-order", "ids",
-                             "data-requests"}) {
+                             "data-requests", "modules"}) {
         EXPECT_NE(json.find(std::string("\"rule\":\"") + rule + "\""), std::string::npos) << rule << "\n" << json;
     }
     EXPECT_NE(json.find("but the innermost entered is 2"), std::string::npos) << json;
+    EXPECT_NE(json.find("ClassLoad names module 5 before its ModuleLoad"), std::string::npos) << json;
+    EXPECT_NE(json.find("not the ModuleLoad's 'app.jar'"), std::string::npos) << json;
+    EXPECT_NE(json.find("{\"module\":4,\"name\":\"app.jar\",\"classes\":0}"), std::string::npos) << json;
     EXPECT_NE(json.find("\"verdict\":\"fail\""), std::string::npos) << json;
     EXPECT_NE(log.find("conformance: FAIL"), std::string::npos) << log;
 }

@@ -251,11 +251,11 @@ void JNICALL OnVmDeath(jvmtiEnv *, JNIEnv *) {
 }
 
 void JNICALL OnClassFileLoadHook(jvmtiEnv *jvmti, JNIEnv *jni, jclass redefined, jobject loader, const char *name,
-                                 jobject, jint length, const unsigned char *data, jint *newLength,
+                                 jobject protectionDomain, jint length, const unsigned char *data, jint *newLength,
                                  unsigned char **newData) {
     if (gProvider->Dead() || length <= 0) return;
     std::vector<std::uint8_t> out =
-        gProvider->OnClassFile(jni, loader, name, {data, static_cast<std::size_t>(length)}, redefined);
+        gProvider->OnClassFile(jni, loader, protectionDomain, name, {data, static_cast<std::size_t>(length)}, redefined);
     if (out.empty()) return;
     unsigned char *buffer = nullptr;
     if (jvmti->Allocate(static_cast<jlong>(out.size()), &buffer) != JVMTI_ERROR_NONE) return;

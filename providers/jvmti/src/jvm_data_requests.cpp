@@ -11,8 +11,12 @@ namespace martini::jvm {
 
 // ---- Data requests ----------------------------------------------------------------------
 
-TResult JvmProvider::DescribeModule(TId, BitSet, core::ModuleFacts &) noexcept {
-    return MRTE_ERROR_NOT_SUPPORTED;  // not yet: modules
+TResult JvmProvider::DescribeModule(TId id, BitSet, core::ModuleFacts &f) noexcept {
+    std::lock_guard lock(mutex_);
+    if (id == 0 || id > modules_.size()) return MRTE_ERROR_ILLEGAL_ID;
+    f.name = modules_[id - 1];
+    f.given = DR_MODULE_NAME;
+    return MRTE_RESULT_OK;
 }
 
 TResult JvmProvider::DescribeClass(TId id, BitSet, core::ClassFacts &f) noexcept {
@@ -22,6 +26,10 @@ TResult JvmProvider::DescribeClass(TId id, BitSet, core::ClassFacts &f) noexcept
     f.name = c.name;
     f.methods = c.methods;
     f.given = DR_CLASS_NAME | DR_CLASS_METHODS;
+    if (c.moduleId != 0) {
+        f.moduleId = c.moduleId;
+        f.given |= DR_MODULE_ID;
+    }
     if (!c.sourceFile.empty()) {
         f.sourceFile = c.sourceFile;
         f.given |= DR_SOURCE_FILE_NAME;
@@ -40,6 +48,10 @@ TResult JvmProvider::DescribeMethod(TId id, BitSet, core::MethodFacts &f) noexce
     f.classId = m->classId;
     f.accessType = AccessType(c.access, m->access);
     f.given = DR_METHOD_NAME | DR_METHOD_SIGNATURE | DR_CLASS_NAME | DR_CLASS_ID | DR_METHOD_ACCESS_TYPE;
+    if (c.moduleId != 0) {
+        f.moduleId = c.moduleId;
+        f.given |= DR_MODULE_ID;
+    }
     if (!c.sourceFile.empty()) {
         f.sourceFile = c.sourceFile;
         f.given |= DR_SOURCE_FILE_NAME;

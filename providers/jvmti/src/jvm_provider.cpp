@@ -36,9 +36,10 @@ bool JvmProvider::CanRaise(TEventType event) const noexcept {
         case EV_MONITOR_WAIT: case EV_MONITOR_WAITED: case EV_CONTENDED_MONITOR_ENTER:
         case EV_CONTENDED_MONITOR_ENTERED: case EV_JITTED_METHOD_LOADED: case EV_JITTED_METHOD_UNLOADED:
         case EV_DYNAMIC_CODE_GENERATED: case EV_EC_SET_OUTPUT_DIRECTORY: case EV_EC_START: case EV_EC_STOP: case EV_THREAD_INTERACTION:
+        case EV_MODULE_LOAD:
             return true;
         default:
-            return false;  // not yet: modules, moved references, sampling
+            return false;  // not yet: module unloading, moved references, sampling
     }
 }
 
@@ -86,7 +87,7 @@ std::string JvmProvider::ClassKey(JNIEnv *jni, jobject loader, const std::string
     return std::to_string(index) + "/" + internalName;
 }
 
-std::vector<std::uint8_t> JvmProvider::OnClassFile(JNIEnv *jni, jobject loader, const char *name,
+std::vector<std::uint8_t> JvmProvider::OnClassFile(JNIEnv *jni, jobject loader, jobject protectionDomain, const char *name,
                                                    std::span<const std::uint8_t> bytes, jclass redefined) {
     const bool redefining = redefined != nullptr;
     // The probes' own package is never probed.
@@ -270,6 +271,7 @@ std::vector<std::uint8_t> JvmProvider::OnClassFile(JNIEnv *jni, jobject loader, 
             }
         }
     }
+    if (classId != 0) AssignModule(jni, loader, protectionDomain, name, classId);
     if (newClass && !redefining) RaiseClassDeclared(classId);
     return result.changed ? std::move(result.bytes) : std::vector<std::uint8_t>{};
 }
@@ -292,6 +294,10 @@ void JvmProvider::RaiseClassDeclared(TId classId) {
             d.szSourceFileName = cls->sourceFile.c_str();
             d.validData |= DR_SOURCE_FILE_NAME;
         }
+        if (cls->moduleId != 0) {
+            d.moduleId = cls->moduleId;
+            d.validData |= DR_MODULE_ID;
+        }
         if ((w & DR_THREAD_ID) && tContext != nullptr) {
             d.threadId = tContext->id;
             d.validData |= DR_THREAD_ID;
@@ -312,6 +318,10 @@ void JvmProvider::RaiseClassDeclared(TId classId) {
         d.szClassName = cls->name.c_str();
         d.validData = DR_METHOD_ID | DR_METHOD_NAME | DR_METHOD_SIGNATURE | DR_METHOD_ACCESS_TYPE | DR_CLASS_ID |
                       DR_CLASS_NAME;
+        if (cls->moduleId != 0) {
+            d.moduleId = cls->moduleId;
+            d.validData |= DR_MODULE_ID;
+        }
         if (!cls->sourceFile.empty()) {
             d.szSourceFileName = cls->sourceFile.c_str();
             d.validData |= DR_SOURCE_FILE_NAME;

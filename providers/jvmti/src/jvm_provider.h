@@ -55,6 +55,7 @@ struct ClassRecord {
     std::atomic<ClientMask> heapInterest{0}, monitorInterest{0};
     std::atomic<bool> heapKnown{false}, monitorKnown{false};
     TId allocProbe = 0;  // exact allocation mode: its AllocRecord (under the provider's lock)
+    TId moduleId = 0;    // 0 until known (classes loaded before VMInit: at their retransformation)
 };
 
 // Exact allocation mode: one per class whose constructors got allocation probes; the
@@ -199,7 +200,7 @@ public:
     // In exact allocation mode it also asks the heap filters once per class and adds
     // allocation probes to the constructors of the classes some client wants.
     // `redefined`: the class being retransformed, or null for a class being loaded.
-    std::vector<std::uint8_t> OnClassFile(JNIEnv *jni, jobject loader, const char *name,
+    std::vector<std::uint8_t> OnClassFile(JNIEnv *jni, jobject loader, jobject protectionDomain, const char *name,
                                           std::span<const std::uint8_t> bytes, jclass redefined);
     // ClassPrepare: binds jmethodIDs to method records (for stacks and JIT events).
     void OnClassPrepare(JNIEnv *jni, jclass klass);
@@ -276,6 +277,13 @@ public:
 private:
     std::string ClassKey(JNIEnv *jni, jobject loader, const std::string &internalName);
     void RaiseClassDeclared(TId classId);
+    // Modules (jvm_modules.cpp). A class's module is its JPMS module ("java.base",
+    // "jdk.compiler") or, in an unnamed module, where its loader found it (the jar or
+    // class directory of its code source). Empty before the live phase.
+    std::string ModuleNameOf(JNIEnv *jni, jobject loader, jobject protectionDomain, const char *internalName);
+    // Sets the class's module when it has none yet; raises ModuleLoad for a module seen
+    // for the first time.
+    void AssignModule(JNIEnv *jni, jobject loader, jobject protectionDomain, const char *internalName, TId classId);
     // The class's AllocRecord id, created on first use (kNoProbe when the table is full).
     std::int64_t AllocProbeFor(TId classId, ClientMask heapInterest);
     // The calling thread's stack for an allocation probe of `classId`: without the
@@ -321,6 +329,9 @@ private:
     std::unordered_map<TId, TId> parentByThreadTag_;               // started Thread's tag -> caller's id
     std::vector<std::unique_ptr<ClassRecord>> classes_;     // id - 1
     std::unordered_map<std::string, TId> classByKey_;        // "<loader>/<internal name>"
+    std::recursive_mutex moduleMutex_;                       // AssignModule, around ModuleLoad
+    std::vector<std::string> modules_;                       // id - 1: the module's name (under mutex_)
+    std::unordered_map<std::string, TId> moduleByName_;
     std::vector<jweak> loaders_;                             // loader index - 1
     std::unordered_map<jmethodID, TId> methodByJmethod_;
     std::unordered_map<TId, ThreadRecord> threads_;

@@ -29,8 +29,18 @@ grep -q '^ *15 *5  sample.Sample\$Child.<init>(IZ)V' "$work/cc.txt" && ok || fai
 grep -q "sample done" "$work/out1" && ok || fail "the program's own output"
 
 # 2. MPI's ordering and pairing promises (threads, exceptions, JDK classes too).
-run -agentpath:"$agent=conformance" >"$work/out2" 2>"$work/err2"
+run -agentpath:"$agent=conformance=report=$work/conformance.jsonl" >"$work/out2" 2>"$work/err2"
 grep -q "conformance: PASS" "$work/err2" && ok || { fail "conformance:"; tail -20 "$work/err2"; }
+# ModuleLoad: JDK classes come from their JPMS module, the sample's from its class
+# directory (the conformance kit checked the order and GetModuleInfo's answers).
+grep -q '"name":"java.base"' "$work/conformance.jsonl" && grep -qF "\"name\":\"$work/classes\"" "$work/conformance.jsonl" &&
+  ok || { fail "modules: java.base and the class directory:"; grep module "$work/conformance.jsonl"; }
+# A class from a jar whose path needs URL encoding: the jar, decoded.
+mkdir "$work/my jars" && (cd "$work/classes" && "$(dirname "$javac")/jar" cf "$work/my jars/sample app.jar" .)
+"$java" -agentpath:"$agent=conformance=report=$work/conformance-jar.jsonl" -cp "$work/my jars/sample app.jar" \
+  sample.Sample >/dev/null 2>"$work/err2b"
+grep -q "conformance: PASS" "$work/err2b" && grep -qF "\"name\":\"$work/my jars/sample app.jar\"" "$work/conformance-jar.jsonl" &&
+  ok || { fail "modules: the jar:"; grep module "$work/conformance-jar.jsonl"; tail -5 "$work/err2b"; }
 
 # 3. A class no filter wants is not rewritten; the wanted one is.
 mkdir "$work/dump"
