@@ -154,8 +154,9 @@ std::vector<std::uint8_t> JvmProvider::OnClassFile(JNIEnv *jni, jobject loader, 
         const std::string className = SourceName(decl.internalName);
         SCallGraphFilterData data{className.c_str(), m.name.c_str(), m.descriptor.c_str(),
                                   AccessType(decl.accessFlags, m.accessFlags)};
-        r->callGraph = core_->CallGraphInterest(ids[i], data);
-        return r->callGraph != 0 ? static_cast<std::int64_t>(ids[i]) : kNoProbe;
+        const ClientMask interest = core_->CallGraphInterest(ids[i], data);
+        callInterest_.Set(ids[i], interest);
+        return interest != 0 ? static_cast<std::int64_t>(ids[i]) : kNoProbe;
     };
     // Exact allocation mode: the heap filters are asked once per class that can have
     // instances and has a constructor (the rewriter decides which), and its
@@ -596,14 +597,14 @@ void JvmProvider::Enter(JNIEnv *jni, std::int32_t id) noexcept {
     if (dead_.load(std::memory_order_relaxed)) return;  // after VmShutdown
     ThreadContext &ctx = CurrentContext(*this, jni);
     ctx.stack.push_back(id);
-    const MethodRecord *m = methods_.Get(static_cast<TId>(id));
-    if (m == nullptr) return;
+    const ClientMask interest = callInterest_.Get(static_cast<TId>(id));
+    if (interest == 0) return;
     SMethodEnterEventData d;
     d.methodId = static_cast<TId>(id);
     d.threadId = ctx.id;
     d.validData = DR_METHOD_ID | DR_THREAD_ID;
     FillTimes(d, core_->RequestedData(EV_METHOD_ENTER), jvmti_);
-    core_->Raise<IMethodEnterEventObserver>(d, m->callGraph);
+    core_->Raise<IMethodEnterEventObserver>(d, interest);
 }
 
 void JvmProvider::Leave(JNIEnv *jni, std::int32_t id, bool exceptional) noexcept {
@@ -612,23 +613,29 @@ void JvmProvider::Leave(JNIEnv *jni, std::int32_t id, bool exceptional) noexcept
     // The leave pops through to its own frame: frames above it were left by an
     // exception the probes could not see (thrown by a super() call), so they are
     // reported as exceptional exits first, innermost first. A leave whose enter was
-    // never seen (the method was instrumented while running) is ignored.
-    auto it = std::find(ctx.stack.rbegin(), ctx.stack.rend(), id);
-    if (it == ctx.stack.rend()) return;
-    const std::size_t keep = static_cast<std::size_t>(ctx.stack.rend() - it) - 1;
+    // never seen (the method was instrumented while running) is ignored. The common
+    // case, the innermost frame's own leave, pops it without a search.
+    std::size_t keep;
+    if (!ctx.stack.empty() && ctx.stack.back() == id) {
+        keep = ctx.stack.size() - 1;
+    } else {
+        auto it = std::find(ctx.stack.rbegin(), ctx.stack.rend(), id);
+        if (it == ctx.stack.rend()) return;
+        keep = static_cast<std::size_t>(ctx.stack.rend() - it) - 1;
+    }
     const BitSet wanted = core_->RequestedData(EV_METHOD_LEAVE);
     while (ctx.stack.size() > keep) {
         const std::int32_t top = ctx.stack.back();
         ctx.stack.pop_back();
-        const MethodRecord *m = methods_.Get(static_cast<TId>(top));
-        if (m == nullptr) continue;
+        const ClientMask interest = callInterest_.Get(static_cast<TId>(top));
+        if (interest == 0) continue;
         SMethodLeaveEventData d;
         d.methodId = static_cast<TId>(top);
         d.threadId = ctx.id;
         d.validData = DR_METHOD_ID | DR_THREAD_ID;
         d.bIsExceptionExit = top != id || exceptional;
         FillTimes(d, wanted, jvmti_);
-        core_->Raise<IMethodLeaveEventObserver>(d, m->callGraph);
+        core_->Raise<IMethodLeaveEventObserver>(d, interest);
     }
 }
 
