@@ -193,12 +193,17 @@ void JNICALL OnVmInit(jvmtiEnv *jvmti, JNIEnv *jni, jthread) {
                 jint loaded = 0;
                 jclass *classes = nullptr;
                 if (jvmti->GetLoadedClasses(&loaded, &classes) == JVMTI_ERROR_NONE) {
-                    std::vector<jclass> modifiable;
+                    // Only those the probes would change: with call probes alone, a
+                    // class no filter wants a method of is declared from JVMTI and left
+                    // as it is (retransforming every JDK class was most of the agent's
+                    // start-up cost when nobody wants calls).
+                    std::vector<jclass> declared, modifiable;
                     for (jint i = 0; i < loaded; ++i) {
                         jboolean ok = JNI_FALSE;
                         if (jvmti->IsModifiableClass(classes[i], &ok) == JVMTI_ERROR_NONE && ok &&
                             !jni->IsSameObject(classes[i], probes)) {
-                            modifiable.push_back(classes[i]);
+                            declared.push_back(classes[i]);
+                            if (gProvider->NeedsRewriting(jni, classes[i])) modifiable.push_back(classes[i]);
                         }
                     }
                     if (!modifiable.empty() &&
@@ -209,7 +214,7 @@ void JNICALL OnVmInit(jvmtiEnv *jvmti, JNIEnv *jni, jthread) {
                     // Their methods' jmethodIDs to the records declared just now (they
                     // were prepared before ClassPrepare events came), so stacks name
                     // the same methods the probes do.
-                    for (jclass c : modifiable) gProvider->OnClassPrepare(jni, c);
+                    for (jclass c : declared) gProvider->OnClassPrepare(jni, c);
                     jvmti->Deallocate(reinterpret_cast<unsigned char *>(classes));
                 }
             }

@@ -354,20 +354,114 @@ void JvmProvider::OnClassPrepare(JNIEnv *jni, jclass klass) {
         if (AllocRecord *a = allocs_.Get(cls.allocProbe); a != nullptr && a->klass.load(std::memory_order_acquire) == nullptr) {
             a->klass.store(jni->NewWeakGlobalRef(klass), std::memory_order_release);
         }
+        std::unordered_map<std::string, TId> byName;  // "name(descriptor)" -> id
+        for (TId id : cls.methods) {
+            if (const MethodRecord *r = methods_.Get(id)) byName.emplace(r->name + r->descriptor, id);
+        }
         for (jint i = 0; i < count; ++i) {
             JvmtiString name(jvmti_), desc(jvmti_);
             if (jvmti_->GetMethodName(jmethods[i], &name.p, &desc.p, nullptr) != JVMTI_ERROR_NONE) continue;
-            for (TId id : cls.methods) {
-                MethodRecord *r = methods_.Get(id);
-                if (r && r->name == name.str() && r->descriptor == desc.str()) {
-                    r->jmethod.store(jmethods[i], std::memory_order_release);
-                    methodByJmethod_[jmethods[i]] = id;
-                }
-            }
+            auto it = byName.find(name.str() + desc.str());
+            if (it == byName.end()) continue;
+            methods_.Get(it->second)->jmethod.store(jmethods[i], std::memory_order_release);
+            methodByJmethod_[jmethods[i]] = it->second;
         }
     }
     jvmti_->Deallocate(reinterpret_cast<unsigned char *>(jmethods));
     if (loader) jni->DeleteLocalRef(loader);
+}
+
+bool JvmProvider::NeedsRewriting(JNIEnv *jni, jclass klass) {
+    if (exactAllocations_ || SiteProbesWanted()) return true;
+    if (!core_->HasObservers(EV_METHOD_ENTER) && !core_->HasObservers(EV_METHOD_LEAVE)) return false;
+    JvmtiString sig(jvmti_);
+    if (jvmti_->GetClassSignature(klass, &sig.p, nullptr) != JVMTI_ERROR_NONE) return true;
+    const std::string internal = InternalFromSignature(sig.p);
+    if (internal == "java/lang/Object" || internal.rfind("martini/runtime/", 0) == 0) return false;  // never probed
+    jint count = 0;
+    jmethodID *jmethods = nullptr;
+    // A class loaded but not yet prepared has no methods to list: retransformed, as
+    // before (about 75 of the 450 classes loaded before VMInit).
+    if (jvmti_->GetClassMethods(klass, &count, &jmethods) != JVMTI_ERROR_NONE) return true;
+    jobject loader = nullptr;
+    jvmti_->GetClassLoader(klass, &loader);
+    jint classModifiers = 0;
+    jvmti_->GetClassModifiers(klass, &classModifiers);
+    JvmtiString source(jvmti_);
+    jvmti_->GetSourceFileName(klass, &source.p);
+    // Declared as OnClassFile would (the same key, names and lines), so that a later
+    // retransformation finds these records and keeps their ids.
+    TId classId = 0;
+    struct Asked {
+        TId id;
+        std::string name, descriptor;
+        EMethodAccessType access;
+    };
+    std::vector<Asked> ask;
+    {
+        std::lock_guard lock(mutex_);
+        const std::string key = ClassKey(jni, loader, internal);
+        if (auto found = classByKey_.find(key); found != classByKey_.end()) {
+            classId = found->second;
+        } else {
+            auto cls = std::make_unique<ClassRecord>();
+            cls->internalName = internal;
+            cls->name = SourceName(internal);
+            cls->sourceFile = source.str();
+            cls->access = static_cast<std::uint16_t>(classModifiers);
+            classes_.push_back(std::move(cls));
+            classId = classes_.size();
+            classByKey_.emplace(key, classId);
+        }
+        ClassRecord &cls = *classes_[classId - 1];
+        for (jint i = 0; i < count; ++i) {
+            JvmtiString name(jvmti_), desc(jvmti_);
+            jint modifiers = 0;
+            if (jvmti_->GetMethodName(jmethods[i], &name.p, &desc.p, nullptr) != JVMTI_ERROR_NONE) continue;
+            jvmti_->GetMethodModifiers(jmethods[i], &modifiers);
+            TId id = 0;
+            for (TId existing : cls.methods) {
+                const MethodRecord *r = methods_.Get(existing);
+                if (r && r->name == name.str() && r->descriptor == desc.str()) id = existing;
+            }
+            if (id == 0) {
+                id = methods_.Add();
+                if (id == 0) continue;  // table full
+                MethodRecord &r = *methods_.Get(id);
+                r.classId = classId;
+                r.name = name.str();
+                r.descriptor = desc.str();
+                r.access = static_cast<std::uint16_t>(modifiers);
+                r.hasCode = (modifiers & (kAccNative | kAccAbstract)) == 0;
+                jint entries = 0;
+                jvmtiLineNumberEntry *table = nullptr;
+                if (r.hasCode && jvmti_->GetLineNumberTable(jmethods[i], &entries, &table) == JVMTI_ERROR_NONE) {
+                    for (jint e = 0; e < entries; ++e) {
+                        r.lines.push_back({static_cast<std::uint32_t>(table[e].start_location),
+                                           static_cast<std::uint32_t>(table[e].line_number)});
+                    }
+                    jvmti_->Deallocate(reinterpret_cast<unsigned char *>(table));
+                    std::sort(r.lines.begin(), r.lines.end(), [](auto &a, auto &b) { return a.offset < b.offset; });
+                }
+                cls.methods.push_back(id);
+            }
+            const MethodRecord &r = *methods_.Get(id);
+            if (r.hasCode) ask.push_back({id, r.name, r.descriptor, AccessType(cls.access, r.access)});
+        }
+    }
+    jvmti_->Deallocate(reinterpret_cast<unsigned char *>(jmethods));
+    AssignModule(jni, loader, nullptr, internal.c_str(), classId);
+    if (loader) jni->DeleteLocalRef(loader);
+    // Filters run outside the provider's lock (they are client code).
+    const std::string className = SourceName(internal);
+    bool wanted = false;
+    for (const Asked &a : ask) {
+        SCallGraphFilterData data{className.c_str(), a.name.c_str(), a.descriptor.c_str(), a.access};
+        const ClientMask interest = core_->CallGraphInterest(a.id, data);
+        callInterest_.Set(a.id, interest);
+        wanted = wanted || interest != 0;
+    }
+    return wanted;
 }
 
 TId JvmProvider::MethodIdOf(jmethodID jm) {

@@ -283,6 +283,12 @@ public:
         parents_ = parents;
     }
     bool SiteProbesWanted() const { return interactions_ || parents_; }
+    // VMInit, for a class loaded before it: whether retransforming it would change it.
+    // When only call probes are wanted, the class is declared from JVMTI (methods,
+    // lines, module) and the call-graph filters are asked about its methods; it needs
+    // rewriting when some client wants one. Allocation and site probes depend on the
+    // code, so with either wanted every class is retransformed.
+    bool NeedsRewriting(JNIEnv *jni, jclass klass);
     // VMInit: java.lang.Thread and its start()/interrupt(), for the receiver checks.
     void SetThreadClass(JNIEnv *jni);
     // The Probes methods an allocation stack starts with (left off it), from VMInit.

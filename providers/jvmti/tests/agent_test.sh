@@ -56,6 +56,16 @@ MARTINI_DUMP_CLASSES="$work/dump-object" run -agentpath:"$agent=callcount=includ
 [ ! -f "$work/dump-object/java.lang.Object.class" ] && grep -q "sample done" "$work/out3" && ok ||
   fail "java.lang.Object was rewritten, or the program failed"
 
+# A JDK class loaded before VMInit that a filter wants is rewritten (retransformed at
+# VMInit) and its calls counted; the classes loaded before VMInit that no filter wants
+# are declared from JVMTI and left alone (not one other class is rewritten).
+mkdir "$work/dump-jdk"
+MARTINI_DUMP_CLASSES="$work/dump-jdk" run -agentpath:"$agent=callcount=include=java.util.ArrayList,out=$work/jdk.txt" \
+  >"$work/out3b" 2>&1
+if [ -f "$work/dump-jdk/java.util.ArrayList.class" ] && [ -z "$(ls "$work/dump-jdk" | grep -v '^java\.util\.ArrayList')" ] &&
+   grep -q 'java.util.ArrayList.add(Ljava/lang/Object;)Z' "$work/jdk.txt" && grep -q "sample done" "$work/out3b"; then ok; else
+  fail "a wanted JDK class loaded before VMInit:"; ls "$work/dump-jdk" | head; head -5 "$work/jdk.txt"; tail -5 "$work/out3b"; fi
+
 # 4. Two clients with different filters in one JVM, each sees only its own methods.
 cp "$callcount" "$work/libsecond.so"
 run -agentpath:"$agent=callcount=include=sample.Sample\$Child,out=$work/a.txt;$work/libsecond.so=include=sample.Sample\$Square,out=$work/b.txt" \
