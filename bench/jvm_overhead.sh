@@ -3,6 +3,7 @@
 # every ratio compares runs made side by side on this (shared, noisy) machine.
 #
 #   bash bench/jvm_overhead.sh [BUILD_DIR] [REPETITIONS]     (defaults: build, 5)
+#   CONFIGS="plain counts" bash bench/jvm_overhead.sh ...     (a subset; plain is always run)
 #
 # Workloads:
 #   javac  javac compiling 146 JDK sources (java.util.concurrent, .function, .regex;
@@ -45,6 +46,17 @@ javac_cmd() { java "$@" -m jdk.compiler/com.sun.tools.javac.Main -nowarn -XDigno
 micro_cmd() { java "$@" -cp "$work/micro" CallHeavy; }
 
 configs=(plain none-wanted counts counts+time callcount cgprof-counts cgprof-time jvmti-entry)
+if [ -n "${CONFIGS:-}" ]; then
+  read -r -a chosen <<<"$CONFIGS"
+  configs=(plain)
+  for c in "${chosen[@]}"; do
+    [ "$c" = plain ] && continue
+    case " none-wanted counts counts+time callcount cgprof-counts cgprof-time jvmti-entry " in
+      *" $c "*) configs+=("$c") ;;
+      *) echo "unknown configuration '$c'"; exit 2 ;;
+    esac
+  done
+fi
 args_for() {
   case $1 in
     plain) ;;
