@@ -425,25 +425,8 @@ bool JvmProvider::NeedsRewriting(JNIEnv *jni, jclass klass) {
                 if (r && r->name == name.str() && r->descriptor == desc.str()) id = existing;
             }
             if (id == 0) {
-                id = methods_.Add();
+                id = DeclareMethodFromJvmti(classId, jmethods[i], name.str(), desc.str(), modifiers);
                 if (id == 0) continue;  // table full
-                MethodRecord &r = *methods_.Get(id);
-                r.classId = classId;
-                r.name = name.str();
-                r.descriptor = desc.str();
-                r.access = static_cast<std::uint16_t>(modifiers);
-                r.hasCode = (modifiers & (kAccNative | kAccAbstract)) == 0;
-                jint entries = 0;
-                jvmtiLineNumberEntry *table = nullptr;
-                if (r.hasCode && jvmti_->GetLineNumberTable(jmethods[i], &entries, &table) == JVMTI_ERROR_NONE) {
-                    for (jint e = 0; e < entries; ++e) {
-                        r.lines.push_back({static_cast<std::uint32_t>(table[e].start_location),
-                                           static_cast<std::uint32_t>(table[e].line_number)});
-                    }
-                    jvmti_->Deallocate(reinterpret_cast<unsigned char *>(table));
-                    std::sort(r.lines.begin(), r.lines.end(), [](auto &a, auto &b) { return a.offset < b.offset; });
-                }
-                cls.methods.push_back(id);
             }
             const MethodRecord &r = *methods_.Get(id);
             if (r.hasCode) ask.push_back({id, r.name, r.descriptor, AccessType(cls.access, r.access)});
@@ -498,17 +481,26 @@ TId JvmProvider::MethodIdOf(jmethodID jm) {
         classId = classes_.size();
         classByKey_.emplace(key, classId);
     }
+    const TId id = DeclareMethodFromJvmti(classId, jm, name.str(), desc.str(), modifiers);
+    if (id == 0) return 0;
+    methods_.Get(id)->jmethod.store(jm, std::memory_order_release);
+    methodByJmethod_[jm] = id;
+    return id;
+}
+
+TId JvmProvider::DeclareMethodFromJvmti(TId classId, jmethodID jm, const std::string &name, const std::string &desc,
+                                        jint modifiers) {
     const TId id = methods_.Add();
     if (id == 0) return 0;
     MethodRecord &r = *methods_.Get(id);
     r.classId = classId;
-    r.name = name.str();
-    r.descriptor = desc.str();
+    r.name = name;
+    r.descriptor = desc;
     r.access = static_cast<std::uint16_t>(modifiers);
     r.hasCode = (modifiers & (kAccNative | kAccAbstract)) == 0;
     jint entries = 0;
     jvmtiLineNumberEntry *table = nullptr;
-    if (jvmti_->GetLineNumberTable(jm, &entries, &table) == JVMTI_ERROR_NONE) {
+    if (r.hasCode && jvmti_->GetLineNumberTable(jm, &entries, &table) == JVMTI_ERROR_NONE) {
         for (jint i = 0; i < entries; ++i) {
             r.lines.push_back({static_cast<std::uint32_t>(table[i].start_location),
                                static_cast<std::uint32_t>(table[i].line_number)});
@@ -516,9 +508,7 @@ TId JvmProvider::MethodIdOf(jmethodID jm) {
         jvmti_->Deallocate(reinterpret_cast<unsigned char *>(table));
         std::sort(r.lines.begin(), r.lines.end(), [](auto &a, auto &b) { return a.offset < b.offset; });
     }
-    r.jmethod.store(jm, std::memory_order_release);
     classes_[classId - 1]->methods.push_back(id);
-    methodByJmethod_[jm] = id;
     return id;
 }
 

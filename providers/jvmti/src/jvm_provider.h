@@ -318,6 +318,10 @@ public:
 private:
     std::string ClassKey(JNIEnv *jni, jobject loader, const std::string &internalName);
     void RaiseClassDeclared(TId classId);
+    // A method record filled from JVMTI (name, access, line table), added to the
+    // class's methods. Caller holds the lock. 0 when the table is full.
+    TId DeclareMethodFromJvmti(TId classId, jmethodID jm, const std::string &name, const std::string &desc,
+                               jint modifiers);
     // Modules (jvm_modules.cpp). A class's module is its JPMS module ("java.base",
     // "jdk.compiler") or, in an unnamed module, where its loader found it (the jar or
     // class directory of its code source). Empty before the live phase.
