@@ -15,6 +15,13 @@
 //                                     fixed in advance, HandleEvent called in a loop.
 //   BM_Signals2/N                     baseline: boost::signals2::signal with N slots.
 //
+// Built twice from this file (bench/meson.build). In dispatch_bench the observer's
+// HandleEvent is defined below, so GCC inlines it into every loop (speculative
+// devirtualization). In dispatch_bench_lib (MARTINI_BENCH_LIB_OBSERVERS) it forwards
+// to an observer in a shared library of its own (bench_observer.cpp): one true
+// indirect call per observer and event, in every case alike, as a real client's
+// observer costs. The two binaries differ in nothing else.
+//
 // The Martini, vector and Signals2 cases call the very same observer objects (one
 // CountingObserver class) with the same data struct, so they do the same work apart
 // from the dispatch itself. Each benchmark counts the handler calls it caused and
@@ -52,6 +59,22 @@ constexpr unsigned kPoolSize = 64;
 // id, as a real profiler keys its per-thread state) keep the 2-thread cases free of
 // shared writes: the observer, not the dispatcher, would otherwise be what we measure.
 // 128-byte spacing, not 64: the L2 prefetchers fetch cache lines in pairs.
+#ifdef MARTINI_BENCH_LIB_OBSERVERS
+}  // namespace
+// From bench_observer.cpp: the next observer of its pool, and its count on a thread.
+extern "C" IMethodEnterEventObserver *BenchLibObserverNext();
+extern "C" std::uint64_t BenchLibObserverEvents(IMethodEnterEventObserver *observer, unsigned thread);
+namespace {
+class CountingObserver final : public IMethodEnterEventObserver {
+public:
+    BitSet EventDataTypes() override { return DR_METHOD_ID | DR_THREAD_ID; }
+    void HandleEvent(SMethodEnterEventData &data) override { target_->HandleEvent(data); }
+    std::uint64_t Events(unsigned thread) const noexcept { return BenchLibObserverEvents(target_, thread); }
+
+private:
+    IMethodEnterEventObserver *target_ = BenchLibObserverNext();
+};
+#else
 class CountingObserver final : public IMethodEnterEventObserver {
 public:
     BitSet EventDataTypes() override { return DR_METHOD_ID | DR_THREAD_ID; }
@@ -66,6 +89,7 @@ private:
     };
     std::array<Counter, kMaxThreads> perThread_{};
 };
+#endif
 
 // The provider: nothing but what Core needs to accept registrations.
 class BenchProvider final : public Provider {
