@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "martini/clients/names.h"
+#include "martini/clients/support.h"
 #include "split.h"
 
 using namespace Martini::MPI;
@@ -122,23 +123,16 @@ private:
     std::map<TId, std::string> classes_, methods_;
 };
 
-class Shutdown : public IVmShutdownEventObserver {
-public:
-    explicit Shutdown(Client &c) : c_(c) {}
-    void HandleEvent() override { c_.Write(); }
-
-private:
-    Client &c_;
-};
-
 }  // namespace
 
 extern "C" API_EXPORT TResult MPICL_Instantiate(IMpi *mpi, TId clientId, const char *szOptions) {
     Options o;
-    for (const std::string &item : Split(szOptions ? szOptions : "", ',')) {
-        if (item.empty()) continue;
-        const auto eq = item.find('=');
-        const std::string key = item.substr(0, eq), value = eq == std::string::npos ? "" : item.substr(eq + 1);
+    std::vector<martini::clients::Option> items;
+    if (const std::string e = martini::clients::SplitOptions(szOptions, items); !e.empty()) {
+        std::fprintf(stderr, "alloc_client: %s\n", e.c_str());
+        return MRTE_ERROR_ILLEGAL_ARGUMENT;
+    }
+    for (const auto &[key, value, hasValue] : items) {
         if (key == "include") {
             for (const auto &p : Split(value, '|')) o.include.push_back(p);
         } else if (key == "name") {
@@ -161,7 +155,7 @@ extern "C" API_EXPORT TResult MPICL_Instantiate(IMpi *mpi, TId clientId, const c
         return MRTE_ERROR_ILLEGAL_ARGUMENT;
     }
     auto *client = new Client(*mpi, clientId, std::move(o));  // lives as long as the process
-    auto *shutdown = new Shutdown(*client);
+    auto *shutdown = new martini::clients::ForwardNoData<IVmShutdownEventObserver, Client, &Client::Write>(*client);
     TResult r = mpi->RegisterEvent(clientId, *client);
     if (r == MRTE_RESULT_OK) r = mpi->RegisterEvent(clientId, *shutdown);
     if (r == MRTE_RESULT_OK) r = mpi->SetEventGroupFilter(clientId, EG_HEAP, client->filter());

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "martini/clients/names.h"
+#include "martini/clients/support.h"
 #include "split.h"
 
 using namespace Martini::MPI;
@@ -124,33 +125,16 @@ private:
     std::map<TId, std::string> classes_;
 };
 
-class Starts : public IThreadStartEventObserver {
-public:
-    explicit Starts(Client &c) : c_(c) {}
-    BitSet EventDataTypes() override { return DR_THREAD_ID | DR_THREAD_NAME | DR_THREAD_PARENT_ID; }
-    void HandleEvent(SThreadStartEventData &d) override { c_.Started(d); }
-
-private:
-    Client &c_;
-};
-
-class Shutdown : public IVmShutdownEventObserver {
-public:
-    explicit Shutdown(Client &c) : c_(c) {}
-    void HandleEvent() override { c_.Write(); }
-
-private:
-    Client &c_;
-};
-
 }  // namespace
 
 extern "C" API_EXPORT TResult MPICL_Instantiate(IMpi *mpi, TId clientId, const char *szOptions) {
     Options o;
-    for (const std::string &item : Split(szOptions ? szOptions : "", ',')) {
-        if (item.empty()) continue;
-        const auto eq = item.find('=');
-        const std::string key = item.substr(0, eq), value = eq == std::string::npos ? "" : item.substr(eq + 1);
+    std::vector<martini::clients::Option> items;
+    if (const std::string e = martini::clients::SplitOptions(szOptions, items); !e.empty()) {
+        std::fprintf(stderr, "interact_client: %s\n", e.c_str());
+        return MRTE_ERROR_ILLEGAL_ARGUMENT;
+    }
+    for (const auto &[key, value, hasValue] : items) {
         std::vector<std::string> *list = key == "include" ? &o.include : key == "exclude" ? &o.exclude
                                        : key == "skip"    ? &o.skip
                                                           : nullptr;
@@ -171,8 +155,9 @@ extern "C" API_EXPORT TResult MPICL_Instantiate(IMpi *mpi, TId clientId, const c
     }
     const bool parents = o.parents;
     auto *client = new Client(*mpi, clientId, std::move(o));  // lives as long as the process
-    auto *starts = new Starts(*client);
-    auto *shutdown = new Shutdown(*client);
+    auto *starts = new martini::clients::Forward<IThreadStartEventObserver, Client, SThreadStartEventData, &Client::Started>(
+        *client, DR_THREAD_ID | DR_THREAD_NAME | DR_THREAD_PARENT_ID);
+    auto *shutdown = new martini::clients::ForwardNoData<IVmShutdownEventObserver, Client, &Client::Write>(*client);
     TResult r = mpi->RegisterEvent(clientId, *client);
     if (r == MRTE_RESULT_OK && parents) r = mpi->RegisterEvent(clientId, *starts);
     if (r == MRTE_RESULT_OK) r = mpi->RegisterEvent(clientId, *shutdown);
