@@ -9,20 +9,13 @@ agent=$1 oracle=$2 callcount=$3 javac=$4 java=$5 sample=$6
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "$javac" -d "$work/classes" "$sample" || exit 1
-passed=0 failed=0
-ok() { passed=$((passed + 1)); }
-fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
+source "$(dirname "$0")/checks.sh"
 run() { "$java" "$@" -cp "$work/classes" sample.Sample; }
 
 # 1. Exact counts: every sample.* method, against JVMTI MethodEntry.
 run -agentpath:"$oracle=Lsample/,$work/oracle.tsv" \
     -agentpath:"$agent=callcount=top=100000,include=sample.,out=$work/cc.txt" >"$work/out1" 2>"$work/err1"
-awk 'NR > 2 && NF == 3 {print $3 "\t" $1}' "$work/cc.txt" | sort >"$work/martini.tsv"
-# Hidden classes (JDK lambda proxies, Sample$$Lambda$N) never reach ClassFileLoadHook,
-# so no bytecode agent instruments them; the lambda bodies (lambda$...) are counted.
-grep -v '\$\$Lambda\$' "$work/oracle.tsv" | sort >"$work/oracle.sorted"
-if [ -s "$work/oracle.sorted" ] && diff -u "$work/oracle.sorted" "$work/martini.tsv" >"$work/diff1"; then ok; else
-  fail "call counts differ from the JVMTI MethodEntry oracle:"; head -20 "$work/diff1"; cat "$work/err1"; fi
+calls_match_oracle "$work/cc.txt" "$work/oracle.tsv" "$work/err1"
 grep -q $'^sample.Sample.fib(I)I\t9865$' "$work/martini.tsv" && ok || fail "fib(I)I is not 9865"
 grep -q '^ *20 *20  sample.Sample.thrower(I)V' "$work/cc.txt" && ok || fail "thrower: 20 calls, 20 exceptional exits"
 grep -q '^ *15 *5  sample.Sample\$Child.<init>(IZ)V' "$work/cc.txt" && ok || fail "Child(int,boolean): 5 exceptional exits"

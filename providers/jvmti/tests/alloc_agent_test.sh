@@ -18,12 +18,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "$javac" --release 8 -d "$work/classes" "$src/alloc/old/Old.java" || exit 1
 "$javac" -cp "$work/classes" -d "$work/classes" "$src/alloc/AllocSample.java" || exit 1
-for f in "$work"/classes/old/*.class; do  # version 48: probes without class constants
-  printf '\x00\x30' | dd of="$f" bs=1 seek=6 count=2 conv=notrunc status=none
-done
-passed=0 failed=0
-ok() { passed=$((passed + 1)); }
-fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
+source "$(dirname "$0")/checks.sh"
+make_version_48 "$work"/classes/old/*.class  # probes without class constants
 run() { "$java" "$@" -cp "$work/classes" alloc.AllocSample old; }
 tracked='include=alloc.|old.,exclude=alloc.AllocSample$Filtered'
 
@@ -152,10 +148,7 @@ MARTINI_DUMP_CLASSES="$work/dump-sampled" run -agentpath:"$agent=$client=$tracke
 run -agentpath:"$oracle=Lalloc/,$work/oracle.tsv" \
     -agentpath:"$agent=callcount=top=100000,include=alloc.,out=$work/cc.txt;$client=$tracked,out=$work/both.tsv" \
     >"$work/out5" 2>"$work/err5"
-awk 'NR > 2 && NF == 3 {print $3 "\t" $1}' "$work/cc.txt" | sort >"$work/martini.tsv"
-grep -v '\$\$Lambda\$' "$work/oracle.tsv" | sort >"$work/oracle.sorted"
-if [ -s "$work/oracle.sorted" ] && diff -u "$work/oracle.sorted" "$work/martini.tsv" >"$work/diff5"; then ok; else
-  fail "call counts differ from the JVMTI MethodEntry oracle:"; head -20 "$work/diff5"; tail -5 "$work/err5"; fi
+calls_match_oracle "$work/cc.txt" "$work/oracle.tsv" "$work/err5"
 cut -f1 "$ev" | sort | uniq -c >"$work/counts1"
 cut -f1 "$work/both.tsv" | sort | uniq -c >"$work/counts5"
 diff -u "$work/counts1" "$work/counts5" >/dev/null && ok || fail "allocation counts with call probes: $(diff "$work/counts1" "$work/counts5")"

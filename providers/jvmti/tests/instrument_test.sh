@@ -17,7 +17,7 @@ if grep -q ": left alone: \|: not instrumented: " "$work/instrument.log"; then c
 "$java" -Xverify:all -cp "$work/out:$work/probes" sample.Sample >"$work/run.txt" 2>"$work/err.txt" || {
   echo "instrumented program failed:"; cat "$work/err.txt"; exit 1; }
 
-passed=0 failed=0
+source "$(dirname "$0")/checks.sh"
 expect() {  # expect CLASS METHOD DESC ENTERS EXCEPTIONAL
   local row
   row=$(join -t$'\t' <(awk -F'\t' -v c="$1" -v m="$2" -v d="$3" '$2==c && $3==m && $4==d {print $1}' "$work/map.tsv") \
@@ -49,10 +49,7 @@ expect sample/Sample '<clinit>' '()V' 1 0
 expect 'sample/Sample$Shape' describe '()Ljava/lang/String;' 5 0  # interface default method
 
 # Every probe pairs, and the Java-side pairing check saw no violation.
-unpaired=$(grep '^probe' "$work/run.txt" | awk -F'\t' '$3 != $4 + $5' | wc -l)
-violations=$(awk -F'\t' '/^violations/ {print $2}' "$work/run.txt")
-if [ "$unpaired" = 0 ] && [ "$violations" = 0 ]; then passed=$((passed + 1)); else
-  failed=$((failed + 1)); echo "FAIL: $unpaired unpaired probes, $violations pairing violations"; fi
+probes_paired "sample" "$work/run.txt"
 # The program still does what it did.
 if grep -q "sample done" "$work/run.txt"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: output"; fi
 echo "$passed passed, $failed failed"

@@ -14,9 +14,7 @@ agent=$1 oracle=$2 client=$3 callcount=$4 javac=$5 java=$6 javap=$7 src=$8
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "$javac" -d "$work/classes" "$src/interact/Interactions.java" "$src/interact/Quiet.java" "$src/interact/old/OldSync.java" || exit 1
-passed=0 failed=0
-ok() { passed=$((passed + 1)); }
-fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
+source "$(dirname "$0")/checks.sh"
 run() { "$java" "$@" -cp "$work/classes" interact.Interactions; }
 opts="include=interact.,exclude=interact.Quiet,skip=quiet"
 
@@ -79,10 +77,7 @@ method_code "$work/dump/interact.Interactions.class" signal | grep -q 'martini/r
 run -agentpath:"$oracle=Linteract/,$work/oracle.tsv" \
     -agentpath:"$agent=callcount=top=100000,include=interact.,out=$work/cc.txt;$client=$opts,out=$work/both.tsv" \
     >"$work/out4" 2>"$work/err4"
-awk 'NR > 2 && NF == 3 {print $3 "\t" $1}' "$work/cc.txt" | sort >"$work/martini.tsv"
-grep -v '\$\$Lambda\$' "$work/oracle.tsv" | sort >"$work/oracle.sorted"
-if [ -s "$work/oracle.sorted" ] && diff -u "$work/oracle.sorted" "$work/martini.tsv" >"$work/diff4"; then ok; else
-  fail "call counts differ from the JVMTI MethodEntry oracle:"; head -20 "$work/diff4"; tail -5 "$work/err4"; fi
+calls_match_oracle "$work/cc.txt" "$work/oracle.tsv" "$work/err4"
 diff <(grep '^interaction' "$ev" | cut -f2,3 | sort) <(grep '^interaction' "$work/both.tsv" | cut -f2,3 | sort) >/dev/null &&
   ok || fail "interactions with call probes differ"
 

@@ -13,13 +13,9 @@ trap 'rm -rf "$work"' EXIT
 "$javac" --release 8 -d "$work/classes" "$src/interact/old/OldSync.java" || exit 1
 "$javac" -cp "$work/classes" -d "$work/classes" "$src/interact/Interactions.java" "$src/interact/Quiet.java" || exit 1
 "$javac" -d "$work/probes" "$src/probes/martini/runtime/Probes.java" || exit 1
-for f in "$work"/classes/interact/old/*.class; do  # version 48: no StackMapTable
-  printf '\x00\x30' | dd of="$f" bs=1 seek=6 count=2 conv=notrunc status=none
-done
+source "$(dirname "$0")/checks.sh"
+make_version_48 "$work"/classes/interact/old/*.class  # no StackMapTable
 
-passed=0 failed=0
-ok() { passed=$((passed + 1)); }
-fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
 
 for mode in sites-only sites-and-calls; do
   flags=(--sites)
@@ -61,12 +57,9 @@ for mode in sites-only sites-and-calls; do
   # version 48, verified by type inference
   [ "$(awk -F'\t' '$2 == "interact/old/OldSync" && $3 == "<site>"' "$out/map.tsv" | wc -l)" = 4 ] && ok ||
     fail "$mode: OldSync sites: $(grep OldSync "$out/map.tsv" | tr '\n' ' ')"
-  cmp -s <(head -c 8 "$out/classes/interact/old/OldSync.class" | tail -c 2) <(printf '\x00\x30') && ok ||
-    fail "$mode: OldSync.class is not version 48 any more"
+  still_version_48 "$mode" "$out/classes/interact/old/OldSync.class"
   if [ "$mode" = sites-and-calls ]; then
-    unpaired=$(grep '^probe' "$out/run.txt" | awk -F'\t' '$3 != $4 + $5' | wc -l)
-    [ "$unpaired" = 0 ] && grep -q $'^violations\t0$' "$out/run.txt" && ok ||
-      fail "$mode: $unpaired unpaired probes; $(grep violations "$out/run.txt")"
+    probes_paired "$mode" "$out/run.txt"
   fi
 done
 echo "$passed passed, $failed failed"
