@@ -11,6 +11,24 @@ namespace martini::jvm {
 
 // ---- Data requests ----------------------------------------------------------------------
 
+namespace {
+
+// What a class's methods share with it: its module and source file, when known
+// (ClassFacts and MethodFacts alike).
+template <class Facts>
+void GiveClassOrigin(const ClassRecord &c, Facts &f) {
+    if (c.moduleId != 0) {
+        f.moduleId = c.moduleId;
+        f.given |= DR_MODULE_ID;
+    }
+    if (!c.sourceFile.empty()) {
+        f.sourceFile = c.sourceFile;
+        f.given |= DR_SOURCE_FILE_NAME;
+    }
+}
+
+}  // namespace
+
 TResult JvmProvider::DescribeModule(TId id, BitSet, core::ModuleFacts &f) noexcept {
     std::lock_guard lock(mutex_);
     if (id == 0 || id > modules_.size()) return MRTE_ERROR_ILLEGAL_ID;
@@ -26,14 +44,7 @@ TResult JvmProvider::DescribeClass(TId id, BitSet, core::ClassFacts &f) noexcept
     f.name = c.name;
     f.methods = c.methods;
     f.given = DR_CLASS_NAME | DR_CLASS_METHODS;
-    if (c.moduleId != 0) {
-        f.moduleId = c.moduleId;
-        f.given |= DR_MODULE_ID;
-    }
-    if (!c.sourceFile.empty()) {
-        f.sourceFile = c.sourceFile;
-        f.given |= DR_SOURCE_FILE_NAME;
-    }
+    GiveClassOrigin(c, f);
     return MRTE_RESULT_OK;
 }
 
@@ -48,14 +59,7 @@ TResult JvmProvider::DescribeMethod(TId id, BitSet, core::MethodFacts &f) noexce
     f.classId = m->classId;
     f.accessType = AccessType(c.access, m->access);
     f.given = DR_METHOD_NAME | DR_METHOD_SIGNATURE | DR_CLASS_NAME | DR_CLASS_ID | DR_METHOD_ACCESS_TYPE;
-    if (c.moduleId != 0) {
-        f.moduleId = c.moduleId;
-        f.given |= DR_MODULE_ID;
-    }
-    if (!c.sourceFile.empty()) {
-        f.sourceFile = c.sourceFile;
-        f.given |= DR_SOURCE_FILE_NAME;
-    }
+    GiveClassOrigin(c, f);
     if (m->hasCode) {
         for (const auto &l : m->lines) f.lines.push_back({l.offset, l.line});
         f.given |= DR_METHOD_LINE_NUMBERS;
