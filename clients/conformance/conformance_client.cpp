@@ -16,12 +16,15 @@
 //                  with DR_MODULE_ID names a module whose ModuleLoad came before
 //   data-requests  GetMethodInfo answers OK/PARTIAL_INFO for methods seen in events,
 //                  with a name; GetThreadInfo knows the threads events came from;
-//                  GetModuleInfo answers each module's name as its ModuleLoad gave it
+//                  GetModuleInfo answers each module's name as its ModuleLoad gave it;
+//                  a method's module (GetMethodInfo) is its class's (GetClassInfo)
+//                  and was announced by ModuleLoad
 //
 // Options (comma-separated): report=FILE writes the verdict there as JSON lines
 // (one per violation, then a summary); max=N stops recording details after N
 // violations (default 50). The report also lists the modules seen, one line each
-// ({"module":ID,"name":"...","classes":N}). The verdict line on stderr:
+// ({"module":ID,"name":"...","classes":N,"methods":M}: N classes by ClassLoad, M of
+// the methods seen in events by GetMethodInfo). The verdict line on stderr:
 //   conformance: PASS (N events checked)   or   conformance: FAIL (M violations ...)
 #include <MpiAPI.h>
 
@@ -67,6 +70,7 @@ public:
     struct Module {
         std::string name;
         std::uint64_t classes = 0;
+        std::uint64_t methods = 0;  // methods seen in events that GetMethodInfo puts here
     };
     std::map<TId, Module> modules;  // by ModuleLoad
     bool vmInit = false, vmShutdown = false, inGc = false;
@@ -96,8 +100,9 @@ public:
         }
         if (out) {
             for (const auto &[id, m] : modules) {
-                std::fprintf(out, "{\"module\":%llu,\"name\":\"%s\",\"classes\":%llu}\n", (unsigned long long)id,
-                             Escape(m.name).c_str(), (unsigned long long)m.classes);
+                std::fprintf(out, "{\"module\":%llu,\"name\":\"%s\",\"classes\":%llu,\"methods\":%llu}\n",
+                             (unsigned long long)id, Escape(m.name).c_str(), (unsigned long long)m.classes,
+                             (unsigned long long)m.methods);
             }
         }
         if (violations_ == 0) {
@@ -167,12 +172,50 @@ private:
                                                "', not the ModuleLoad's '" + expected + "'");
             }
         }
+        CheckMethodModules();
         for (TId t : threadIds) {
             SThreadInfo info;
             const TResult r = g_mpi->GetThreadInfo(g_clientId, t, DR_THREAD_STATE, &info);
             if (r == MRTE_ERROR_ILLEGAL_ID) {
                 Violation("data-requests", "GetThreadInfo(" + std::to_string(t) +
                                                ") does not know a thread that raised events");
+            }
+        }
+    }
+
+    // Every method seen in events: its module by GetMethodInfo must be its class's by
+    // GetClassInfo and must have been announced; counted per module for the report.
+    void CheckMethodModules() {
+        std::vector<TId> methods;
+        {
+            std::lock_guard lock(mutex_);
+            methods.assign(methodsSeen.begin(), methodsSeen.end());
+        }
+        std::map<TId, std::pair<bool, TId>> classModule;  // class -> (given, module)
+        for (TId m : methods) {
+            SMethodInfo info;
+            const TResult r = g_mpi->GetMethodInfo(g_clientId, m, DR_MODULE_ID | DR_CLASS_ID, &info);
+            if ((r != MRTE_RESULT_OK && r != MRTE_ERROR_PARTIAL_INFO) || (info.validData & DR_MODULE_ID) == 0) continue;
+            if (info.validData & DR_CLASS_ID) {
+                auto known = classModule.find(info.classId);
+                if (known == classModule.end()) {
+                    SClassInfo c;
+                    const TResult rc = g_mpi->GetClassInfo(g_clientId, info.classId, DR_MODULE_ID, &c);
+                    const bool given = (rc == MRTE_RESULT_OK || rc == MRTE_ERROR_PARTIAL_INFO) && (c.validData & DR_MODULE_ID);
+                    known = classModule.emplace(info.classId, std::pair{given, c.moduleId}).first;
+                }
+                if (!known->second.first || known->second.second != info.moduleId) {
+                    Violation("data-requests", "GetMethodInfo(" + std::to_string(m) + ") gives module " +
+                                                   std::to_string(info.moduleId) + ", GetClassInfo of its class does not");
+                }
+            }
+            std::lock_guard lock(mutex_);
+            auto module = modules.find(info.moduleId);
+            if (module == modules.end()) {
+                Violation("modules", "GetMethodInfo(" + std::to_string(m) + ") names module " +
+                                         std::to_string(info.moduleId) + ", never announced by ModuleLoad");
+            } else {
+                ++module->second.methods;
             }
         }
     }

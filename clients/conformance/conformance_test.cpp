@@ -22,6 +22,11 @@ public:
         if (id == 2) return MRTE_ERROR_ILLEGAL_ID;  // a method it raised events for
         f.name = "m";
         f.given = DR_METHOD_NAME;
+        if (id == 1) {  // a module never announced, which its class does not have either
+            f.moduleId = 9;
+            f.classId = 3;
+            f.given |= DR_MODULE_ID | DR_CLASS_ID;
+        }
         return MRTE_RESULT_OK;
     }
     TResult DescribeModule(TId, BitSet, martini::core::ModuleFacts &f) noexcept override {
@@ -123,7 +128,9 @@ TEST(Conformance, EveryBrokenPromiseIsReportedByItsRule) {
     EXPECT_NE(json.find("but the innermost entered is 2"), std::string::npos) << json;
     EXPECT_NE(json.find("ClassLoad names module 5 before its ModuleLoad"), std::string::npos) << json;
     EXPECT_NE(json.find("not the ModuleLoad's 'app.jar'"), std::string::npos) << json;
-    EXPECT_NE(json.find("{\"module\":4,\"name\":\"app.jar\",\"classes\":0}"), std::string::npos) << json;
+    EXPECT_NE(json.find("{\"module\":4,\"name\":\"app.jar\",\"classes\":0,\"methods\":0}"), std::string::npos) << json;
+    EXPECT_NE(json.find("GetMethodInfo(1) names module 9, never announced by ModuleLoad"), std::string::npos) << json;
+    EXPECT_NE(json.find("GetMethodInfo(1) gives module 9, GetClassInfo of its class does not"), std::string::npos) << json;
     EXPECT_NE(json.find("\"verdict\":\"fail\""), std::string::npos) << json;
     EXPECT_NE(log.find("conformance: FAIL"), std::string::npos) << log;
 }
