@@ -6,6 +6,7 @@
 #include <cstring>
 #include <ctime>
 #include <map>
+#include <tuple>
 
 namespace martini::jvm {
 
@@ -102,30 +103,14 @@ std::vector<std::uint8_t> JvmProvider::OnClassFile(JNIEnv *jni, jobject loader, 
         if (declared) return;
         declared = true;
         std::lock_guard lock(mutex_);
-        const std::string key = ClassKey(jni, loader, decl.internalName);
-        auto found = classByKey_.find(key);
-        if (found == classByKey_.end()) {
-            auto cls = std::make_unique<ClassRecord>();
-            cls->internalName = decl.internalName;
-            cls->name = SourceName(decl.internalName);
-            cls->sourceFile = decl.sourceFile;
-            cls->access = decl.accessFlags;
-            classes_.push_back(std::move(cls));
-            classId = classes_.size();
-            classByKey_.emplace(key, classId);
-            newClass = true;
-        } else {
-            classId = found->second;
-        }
+        std::tie(classId, newClass) = DeclareClass(ClassKey(jni, loader, decl.internalName), decl.internalName,
+                                                   decl.sourceFile, decl.accessFlags);
         ClassRecord &cls = *classes_[classId - 1];
         ids.assign(decl.methods.size(), 0);
         for (std::size_t i = 0; i < decl.methods.size(); ++i) {
             const MethodDecl &m = decl.methods[i];
             // A class seen again (retransformed, or defined again by its loader) keeps its ids.
-            for (TId existing : cls.methods) {
-                const MethodRecord *r = methods_.Get(existing);
-                if (r && r->name == m.name && r->descriptor == m.descriptor) ids[i] = existing;
-            }
+            ids[i] = MethodOf(cls, m.name, m.descriptor);
             if (ids[i] == 0) {
                 const TId id = methods_.Add();
                 if (id == 0) continue;  // table full: the method is not tracked
@@ -400,30 +385,16 @@ bool JvmProvider::NeedsRewriting(JNIEnv *jni, jclass klass) {
     std::vector<Asked> ask;
     {
         std::lock_guard lock(mutex_);
-        const std::string key = ClassKey(jni, loader, internal);
-        if (auto found = classByKey_.find(key); found != classByKey_.end()) {
-            classId = found->second;
-        } else {
-            auto cls = std::make_unique<ClassRecord>();
-            cls->internalName = internal;
-            cls->name = SourceName(internal);
-            cls->sourceFile = source.str();
-            cls->access = static_cast<std::uint16_t>(classModifiers);
-            classes_.push_back(std::move(cls));
-            classId = classes_.size();
-            classByKey_.emplace(key, classId);
-        }
+        classId = DeclareClass(ClassKey(jni, loader, internal), internal, source.str(),
+                               static_cast<std::uint16_t>(classModifiers))
+                      .first;
         ClassRecord &cls = *classes_[classId - 1];
         for (jint i = 0; i < count; ++i) {
             JvmtiString name(jvmti_), desc(jvmti_);
             jint modifiers = 0;
             if (jvmti_->GetMethodName(jmethods[i], &name.p, &desc.p, nullptr) != JVMTI_ERROR_NONE) continue;
             jvmti_->GetMethodModifiers(jmethods[i], &modifiers);
-            TId id = 0;
-            for (TId existing : cls.methods) {
-                const MethodRecord *r = methods_.Get(existing);
-                if (r && r->name == name.str() && r->descriptor == desc.str()) id = existing;
-            }
+            TId id = MethodOf(cls, name.str(), desc.str());
             if (id == 0) {
                 id = DeclareMethodFromJvmti(classId, jmethods[i], name.str(), desc.str(), modifiers);
                 if (id == 0) continue;  // table full
@@ -464,28 +435,39 @@ TId JvmProvider::MethodIdOf(jmethodID jm) {
     }
     jvmti_->GetMethodModifiers(jm, &modifiers);
     const std::string internal = InternalFromSignature(sig.p);
-    const std::string key = "?/" + internal;
-    TId classId;
-    if (auto c = classByKey_.find(key); c != classByKey_.end()) {
-        classId = c->second;
-    } else {
-        auto cls = std::make_unique<ClassRecord>();
-        cls->internalName = internal;
-        cls->name = SourceName(internal);
-        JvmtiString source(jvmti_);
-        if (jvmti_->GetSourceFileName(klass, &source.p) == JVMTI_ERROR_NONE) cls->sourceFile = source.str();
-        jint classModifiers = 0;
-        jvmti_->GetClassModifiers(klass, &classModifiers);
-        cls->access = static_cast<std::uint16_t>(classModifiers);
-        classes_.push_back(std::move(cls));
-        classId = classes_.size();
-        classByKey_.emplace(key, classId);
-    }
+    JvmtiString source(jvmti_);
+    jvmti_->GetSourceFileName(klass, &source.p);
+    jint classModifiers = 0;
+    jvmti_->GetClassModifiers(klass, &classModifiers);
+    const TId classId =
+        DeclareClass("?/" + internal, internal, source.str(), static_cast<std::uint16_t>(classModifiers)).first;
     const TId id = DeclareMethodFromJvmti(classId, jm, name.str(), desc.str(), modifiers);
     if (id == 0) return 0;
     methods_.Get(id)->jmethod.store(jm, std::memory_order_release);
     methodByJmethod_[jm] = id;
     return id;
+}
+
+std::pair<TId, bool> JvmProvider::DeclareClass(const std::string &key, const std::string &internalName,
+                                               const std::string &sourceFile, std::uint16_t access) {
+    if (auto found = classByKey_.find(key); found != classByKey_.end()) return {found->second, false};
+    auto cls = std::make_unique<ClassRecord>();
+    cls->internalName = internalName;
+    cls->name = SourceName(internalName);
+    cls->sourceFile = sourceFile;
+    cls->access = access;
+    classes_.push_back(std::move(cls));
+    const TId classId = classes_.size();
+    classByKey_.emplace(key, classId);
+    return {classId, true};
+}
+
+TId JvmProvider::MethodOf(const ClassRecord &cls, const std::string &name, const std::string &descriptor) const {
+    for (TId id : cls.methods) {
+        const MethodRecord *r = methods_.Get(id);
+        if (r && r->name == name && r->descriptor == descriptor) return id;
+    }
+    return 0;
 }
 
 TId JvmProvider::DeclareMethodFromJvmti(TId classId, jmethodID jm, const std::string &name, const std::string &desc,

@@ -318,6 +318,13 @@ public:
 private:
     std::string ClassKey(JNIEnv *jni, jobject loader, const std::string &internalName);
     void RaiseClassDeclared(TId classId);
+    // The class record under `key` ("<loader>/<internal name>"), made with these
+    // facts when first seen; true when made now. Caller holds the lock.
+    std::pair<TId, bool> DeclareClass(const std::string &key, const std::string &internalName,
+                                      const std::string &sourceFile, std::uint16_t access);
+    // The id of the class's method with this name and descriptor; 0 when it has none.
+    // Caller holds the lock.
+    TId MethodOf(const ClassRecord &cls, const std::string &name, const std::string &descriptor) const;
     // A method record filled from JVMTI (name, access, line table), added to the
     // class's methods. Caller holds the lock. 0 when the table is full.
     TId DeclareMethodFromJvmti(TId classId, jmethodID jm, const std::string &name, const std::string &desc,
