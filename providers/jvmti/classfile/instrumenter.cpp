@@ -15,6 +15,9 @@ namespace martini::jvm {
 
 namespace {
 
+// Probe ids are pushed as Java ints: a selector's answer must be 0 .. 2^31-1.
+constexpr bool ProbeIdFits(std::int64_t id) { return id >= 0 && id <= std::numeric_limits<std::int32_t>::max(); }
+
 using namespace detail;
 
 // ---- Rewriting one method -----------------------------------------------------------
@@ -698,7 +701,7 @@ InstrumentResult InstrumentClass(std::span<const std::uint8_t> classBytes, const
                                                 [](const MethodDecl &d) { return d.hasCode && d.name == "<init>"; });
         if (alloc && instantiable && hasConstructor) {
             allocId = alloc(pc.decl);
-            if (allocId != kNoProbe && (allocId < 0 || allocId > std::numeric_limits<std::int32_t>::max())) {
+            if (allocId != kNoProbe && !ProbeIdFits(allocId)) {
                 result.allocSkipped.push_back(pc.decl.internalName + ": class probe id out of range");
                 allocId = kNoProbe;
             }
@@ -712,7 +715,7 @@ InstrumentResult InstrumentClass(std::span<const std::uint8_t> classBytes, const
             Plan plan;
             if (select) {
                 const std::int64_t id = select(pc.decl, d);
-                if (id != kNoProbe && (id < 0 || id > std::numeric_limits<std::int32_t>::max())) {
+                if (id != kNoProbe && !ProbeIdFits(id)) {
                     result.skipped.push_back(signature + ": probe id out of range");
                 } else if (id != kNoProbe) {
                     plan.call = static_cast<std::int32_t>(id);
@@ -732,12 +735,15 @@ InstrumentResult InstrumentClass(std::span<const std::uint8_t> classBytes, const
                     result.allocSkipped.push_back(signature + ": " + e.what());
                 }
             }
+            // Site and array probes look at the original code (read once for both).
+            const Code code = sites || arrays
+                                  ? ReadCode(pc, pc.methods[i].attrs[static_cast<std::size_t>(pc.methods[i].code)])
+                                  : Code{};
             if (sites) {
-                const Code code = ReadCode(pc, pc.methods[i].attrs[static_cast<std::size_t>(pc.methods[i].code)]);
                 for (const CallSite &site : FindCallSites(pc, code)) {
                     const std::int64_t sid = sites(pc.decl, d, site);
                     if (sid == kNoProbe) continue;
-                    if (sid < 0 || sid > std::numeric_limits<std::int32_t>::max()) {
+                    if (!ProbeIdFits(sid)) {
                         result.sitesSkipped.push_back(signature + ": site probe id out of range");
                         continue;
                     }
@@ -750,11 +756,10 @@ InstrumentResult InstrumentClass(std::span<const std::uint8_t> classBytes, const
                 }
             }
             if (arrays) {
-                const Code code = ReadCode(pc, pc.methods[i].attrs[static_cast<std::size_t>(pc.methods[i].code)]);
                 for (const ArraySite &site : FindArraySites(pc, code)) {
                     const std::int64_t aid = arrays(pc.decl, d, site);
                     if (aid == kNoProbe) continue;
-                    if (aid < 0 || aid > std::numeric_limits<std::int32_t>::max()) {
+                    if (!ProbeIdFits(aid)) {
                         result.arraysSkipped.push_back(signature + ": array site id out of range");
                         continue;
                     }
