@@ -116,19 +116,25 @@ void JvmProvider::AllocatedArray(JNIEnv *jni, jobject array, std::int32_t site) 
 
 void JvmProvider::RaiseObjectAlloc(JNIEnv *jni, jobject object, TId classId, ClientMask mask, std::uint64_t size,
                                    bool fromProbe, const SArrayInfo *array) {
+    const BitSet wanted = core_->RequestedData(EV_OBJECT_ALLOC);
     SObjectAllocEventData d;
     d.threadId = ContextOf(jni).id;
-    d.objectId = TagOf(jni, object, true);
     d.classId = classId;
     d.uiObjectSize = size;
-    d.validData = DR_THREAD_ID | DR_OBJECT_ID | DR_CLASS_ID | DR_OBJECT_SIZE;
+    d.validData = DR_THREAD_ID | DR_CLASS_ID | DR_OBJECT_SIZE;
+    // The object's id is a JVMTI tag: set (a tag-map entry for the object's life) only
+    // when some client asks for object ids or observes ObjectFree.
+    const bool frees = core_->HasObservers(EV_OBJECT_FREE);
+    if ((wanted & DR_OBJECT_ID) || frees) {
+        d.objectId = TagOf(jni, object, true);
+        if (d.objectId != 0) d.validData |= DR_OBJECT_ID;
+    }
     // The record answers GetObjectInfo and ObjectFree. In exact mode it is kept only
     // when some client observes ObjectFree, which removes it: otherwise every object
     // ever allocated would stay in the table.
-    if (!fromProbe || core_->HasObservers(EV_OBJECT_FREE)) {
+    if (d.objectId != 0 && (!fromProbe || frees)) {
         RememberObject(d.objectId, {classId, d.uiObjectSize, array != nullptr ? *array : SArrayInfo{}});
     }
-    const BitSet wanted = core_->RequestedData(EV_OBJECT_ALLOC);
     if (array != nullptr && (wanted & DR_ARRAY_INFO)) {
         d.arrayInfo = *array;
         d.validData |= DR_ARRAY_INFO;
