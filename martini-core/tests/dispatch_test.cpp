@@ -216,6 +216,65 @@ TEST(Dispatch, HandlerThatThrowsIsContainedLoggedOnceAndCounted) {
     EXPECT_EQ(after.seen.size(), 4u);
 }
 
+// Delivery has two paths: the inline one when every observer is a target and none asked
+// for less than the provider gave, and the general one otherwise (an interest mask, a
+// disabled group, an observer wanting fewer items). The re-entrancy guard and the
+// containment of a throwing handler hold on both. Enter() gives a timestamp, which the
+// default recorders do not ask for, so most tests here take the general path; this one
+// takes both, on purpose.
+TEST(Dispatch, GuardAndContainmentHoldOnBothDeliveryPaths) {
+    FakeProvider provider;
+    Core core(provider);
+    EnterRecorder a, b, c(DR_METHOD_ID);
+    a.onEvent = [&](SMethodEnterEventData &) {
+        auto nested = Enter(99);
+        core.Raise<IMethodEnterEventObserver>(nested);
+        core.Raise<IMethodEnterEventObserver>(nested, ClientMask{1} << 1);  // b only
+        throw std::runtime_error("a failed");
+    };
+    TId aId = AddObserving(core, "a", {&a});
+    AddObserving(core, "b", {&b});
+    TId cId = AddObserving(core, "c", {&c});
+    core.FinishInit();
+    testing::internal::CaptureStderr();
+
+    // Inline path: all three are targets, and each asked for at least the method id.
+    auto idOnly = Enter(1);
+    idOnly.validData = DR_METHOD_ID;
+    core.Raise<IMethodEnterEventObserver>(idOnly);
+    ASSERT_EQ(b.seen.size(), 1u) << "the event went on past a's failure";
+    EXPECT_EQ(b.seen[0].methodId, 1u) << "the nested events were not delivered";
+    ASSERT_EQ(c.seen.size(), 1u);
+    EXPECT_EQ(core.GetDiagnostics().reentrantEventsSuppressed, 2u);
+    EXPECT_EQ(core.ClientHandlerFailures(aId), 1u);
+
+    // General path: the provider gives the thread id too, which c did not ask for.
+    auto exact = Enter(2);
+    exact.validData = DR_METHOD_ID | DR_THREAD_ID;
+    core.Raise<IMethodEnterEventObserver>(exact);
+    ASSERT_EQ(b.seen.size(), 2u);
+    EXPECT_EQ(b.seen[1].methodId, 2u);
+    ASSERT_EQ(c.seen.size(), 2u);
+    EXPECT_EQ(c.seen[1].validData, DR_METHOD_ID);
+    EXPECT_EQ(core.GetDiagnostics().reentrantEventsSuppressed, 4u);
+    EXPECT_EQ(core.ClientHandlerFailures(aId), 2u);
+    EXPECT_EQ(exact.validData, DR_METHOD_ID | DR_THREAD_ID) << "restored after delivery";
+
+    // A disabled group is the general path too.
+    ASSERT_EQ(core.Mpi().DisableEventGroup(cId, EG_CALL_GRAPH), MRTE_RESULT_OK);
+    core.Raise<IMethodEnterEventObserver>(idOnly);
+    EXPECT_EQ(b.seen.size(), 3u);
+    EXPECT_EQ(c.seen.size(), 2u);
+    EXPECT_EQ(core.GetDiagnostics().reentrantEventsSuppressed, 6u);
+
+    // The guard was released on both paths.
+    a.onEvent = nullptr;
+    core.Raise<IMethodEnterEventObserver>(idOnly);
+    EXPECT_EQ(a.seen.size(), 4u);
+    EXPECT_EQ(b.seen.size(), 4u);
+    testing::internal::GetCapturedStderr();
+}
+
 TEST(Dispatch, HandlerThatThrowsANonStandardExceptionIsContained) {
     FakeProvider provider;
     Core core(provider);
