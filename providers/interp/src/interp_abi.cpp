@@ -1,0 +1,319 @@
+// The C functions of martini/interp.h: argument checks, phase checks, error messages,
+// and no exception ever crossing into the interpreter's C code.
+#include "interp_provider.h"
+#include "martini/interp.h"
+
+#include <atomic>
+#include <exception>
+#include <new>
+#include <string>
+
+using martini::interp::InterpProvider;
+using martini::interp::ThreadRecord;
+
+struct martini_interp {
+    explicit martini_interp(const martini_config &c)
+        : provider(c.runtime_name ? c.runtime_name : "interpreter", c.runtime_version ? c.runtime_version : "") {}
+    InterpProvider provider;
+};
+
+namespace {
+
+thread_local std::string tLastError;
+// At most one instance at a time: clients are process-wide (their global state, their
+// output files), as with one JVM per process.
+std::atomic<martini_interp *> gInstance{nullptr};
+
+martini_status Fail(const char *function, martini_status status, const std::string &why) {
+    tLastError = std::string(function) + ": " + why;
+    return status;
+}
+
+martini_status Ok() {
+    tLastError.clear();
+    return MARTINI_OK;
+}
+
+// Runs `body` (returning a status and filling `why` on failure) with exceptions turned
+// into MARTINI_E_INTERNAL.
+template <class Body>
+martini_status Guarded(const char *function, Body &&body) noexcept {
+    try {
+        std::string why;
+        const martini_status s = body(why);
+        return s == MARTINI_OK ? Ok() : Fail(function, s, why);
+    } catch (const std::bad_alloc &) {
+        return Fail(function, MARTINI_E_INTERNAL, "out of memory; nothing was changed");
+    } catch (const std::exception &e) {
+        return Fail(function, MARTINI_E_INTERNAL, std::string("internal error: ") + e.what());
+    } catch (...) {
+        return Fail(function, MARTINI_E_INTERNAL, "internal error of an unknown kind");
+    }
+}
+
+martini_status CheckLive(martini_interp *interp, std::string &why) {
+    if (interp == nullptr) {
+        why = "the interpreter handle is NULL";
+        return MARTINI_E_NULL;
+    }
+    if (!interp->provider.Live()) {
+        why = "the run has ended (martini_interp_shutdown was called); the event was dropped";
+        return MARTINI_E_PHASE;
+    }
+    return MARTINI_OK;
+}
+
+martini_status CheckLines(const martini_line *lines, size_t count, std::string &why) {
+    if (count != 0 && lines == nullptr) {
+        why = "line_count is " + std::to_string(count) + " but lines is NULL";
+        return MARTINI_E_NULL;
+    }
+    return MARTINI_OK;
+}
+
+ThreadRecord *VirtualThread(martini_interp *interp, martini_vthread handle, std::string &why,
+                            martini_status &status) {
+    if (handle == 0) {
+        why = "virtual thread handle 0 is not allowed";
+        status = MARTINI_E_ARGUMENT;
+        return nullptr;
+    }
+    ThreadRecord *t = interp->provider.FindVirtualThread(handle);
+    if (t == nullptr) {
+        why = "virtual thread " + std::to_string(handle) + " was not started (martini_thread_start_vt)";
+        status = MARTINI_E_UNKNOWN_ID;
+    }
+    return t;
+}
+
+}  // namespace
+
+extern "C" {
+
+const char *martini_last_error(void) { return tLastError.c_str(); }
+
+const char *martini_status_name(martini_status status) {
+    switch (status) {
+        case MARTINI_OK: return "MARTINI_OK";
+        case MARTINI_E_NULL: return "MARTINI_E_NULL";
+        case MARTINI_E_ARGUMENT: return "MARTINI_E_ARGUMENT";
+        case MARTINI_E_UNKNOWN_ID: return "MARTINI_E_UNKNOWN_ID";
+        case MARTINI_E_DUPLICATE_ID: return "MARTINI_E_DUPLICATE_ID";
+        case MARTINI_E_PHASE: return "MARTINI_E_PHASE";
+        case MARTINI_E_STACK: return "MARTINI_E_STACK";
+        case MARTINI_E_VERSION: return "MARTINI_E_VERSION";
+        case MARTINI_E_CLIENTS: return "MARTINI_E_CLIENTS";
+        case MARTINI_E_INTERNAL: return "MARTINI_E_INTERNAL";
+    }
+    return "(not a martini_status)";
+}
+
+martini_status martini_interp_create(const martini_config *config, martini_interp **out) {
+    return Guarded("martini_interp_create", [&](std::string &why) {
+        if (config == nullptr || out == nullptr) {
+            why = config == nullptr ? "config is NULL" : "out is NULL";
+            return MARTINI_E_NULL;
+        }
+        *out = nullptr;
+        if (config->abi_version != MARTINI_INTERP_ABI_VERSION) {
+            why = "the caller was built against interpreter ABI version " + std::to_string(config->abi_version) +
+                  ", this library is version " + std::to_string(MARTINI_INTERP_ABI_VERSION);
+            return MARTINI_E_VERSION;
+        }
+        auto interp = std::make_unique<martini_interp>(*config);
+        martini_interp *expected = nullptr;
+        if (!gInstance.compare_exchange_strong(expected, interp.get())) {
+            why = "another interpreter instance is live in this process; destroy it first";
+            return MARTINI_E_PHASE;
+        }
+        if (std::string err = interp->provider.Start(*config); !err.empty()) {
+            gInstance.store(nullptr);
+            why = err;
+            return MARTINI_E_CLIENTS;
+        }
+        *out = interp.release();
+        return MARTINI_OK;
+    });
+}
+
+martini_status martini_interp_shutdown(martini_interp *interp) {
+    return Guarded("martini_interp_shutdown", [&](std::string &why) {
+        if (interp == nullptr) {
+            why = "the interpreter handle is NULL";
+            return MARTINI_E_NULL;
+        }
+        interp->provider.Shutdown();
+        return MARTINI_OK;
+    });
+}
+
+void martini_interp_destroy(martini_interp *interp) {
+    if (interp == nullptr) return;
+    try {
+        interp->provider.Shutdown();
+    } catch (...) {
+    }
+    martini_interp *expected = interp;
+    gInstance.compare_exchange_strong(expected, nullptr);
+    delete interp;
+}
+
+martini_status martini_method_register(martini_interp *interp, martini_method_id method,
+                                       const martini_method_info *info) {
+    return Guarded("martini_method_register", [&](std::string &why) {
+        if (martini_status s = CheckLive(interp, why); s != MARTINI_OK) return s;
+        if (info == nullptr || info->name == nullptr) {
+            why = info == nullptr ? "info is NULL" : "info->name is NULL";
+            return MARTINI_E_NULL;
+        }
+        if (method == 0) {
+            why = "method id 0 is not allowed (method '" + std::string(info->name) + "')";
+            return MARTINI_E_ARGUMENT;
+        }
+        if (info->name[0] == '\0') {
+            why = "method " + std::to_string(method) + " has an empty name";
+            return MARTINI_E_ARGUMENT;
+        }
+        if (martini_status s = CheckLines(info->lines, info->line_count, why); s != MARTINI_OK) return s;
+        return interp->provider.RegisterMethod(method, *info, why);
+    });
+}
+
+int martini_method_wanted(martini_interp *interp, martini_method_id method) {
+    if (interp == nullptr) return 0;
+    const auto *m = interp->provider.FindMethod(method);
+    return m != nullptr && m->interest != 0 ? 1 : 0;
+}
+
+martini_status martini_enter(martini_interp *interp, martini_method_id method, martini_stack_id stack) {
+    return Guarded("martini_enter", [&](std::string &why) {
+        if (martini_status s = CheckLive(interp, why); s != MARTINI_OK) return s;
+        return interp->provider.Enter(*interp->provider.OsThread(nullptr), method, stack, why);
+    });
+}
+
+martini_status martini_exit(martini_interp *interp, martini_stack_id returned_to) {
+    return Guarded("martini_exit", [&](std::string &why) {
+        if (martini_status s = CheckLive(interp, why); s != MARTINI_OK) return s;
+        return interp->provider.Exit(*interp->provider.OsThread(nullptr), returned_to, why);
+    });
+}
+
+martini_status martini_enter_vt(martini_interp *interp, martini_vthread thread, martini_method_id method,
+                                martini_stack_id stack) {
+    return Guarded("martini_enter_vt", [&](std::string &why) {
+        if (martini_status s = CheckLive(interp, why); s != MARTINI_OK) return s;
+        martini_status s = MARTINI_OK;
+        ThreadRecord *t = VirtualThread(interp, thread, why, s);
+        return t == nullptr ? s : interp->provider.Enter(*t, method, stack, why);
+    });
+}
+
+martini_status martini_exit_vt(martini_interp *interp, martini_vthread thread, martini_stack_id returned_to) {
+    return Guarded("martini_exit_vt", [&](std::string &why) {
+        if (martini_status s = CheckLive(interp, why); s != MARTINI_OK) return s;
+        martini_status s = MARTINI_OK;
+        ThreadRecord *t = VirtualThread(interp, thread, why, s);
+        return t == nullptr ? s : interp->provider.Exit(*t, returned_to, why);
+    });
+}
+
+martini_status martini_thread_start(martini_interp *interp, const char *name) {
+    return Guarded("martini_thread_start", [&](std::string &why) {
+        if (martini_status s = CheckLive(interp, why); s != MARTINI_OK) return s;
+        ThreadRecord *t = interp->provider.OsThread(name);
+        if (name != nullptr && t->name != name) interp->provider.Rename(*t, name);  // announced before
+        return MARTINI_OK;
+    });
+}
+
+martini_status martini_thread_end(martini_interp *interp) {
+    return Guarded("martini_thread_end", [&](std::string &why) {
+        if (martini_status s = CheckLive(interp, why); s != MARTINI_OK) return s;
+        return interp->provider.EndThread(*interp->provider.OsThread(nullptr));
+    });
+}
+
+martini_status martini_thread_start_vt(martini_interp *interp, martini_vthread thread, const char *name,
+                                       martini_vthread parent) {
+    return Guarded("martini_thread_start_vt", [&](std::string &why) {
+        if (martini_status s = CheckLive(interp, why); s != MARTINI_OK) return s;
+        if (thread == 0) {
+            why = "virtual thread handle 0 is not allowed";
+            return MARTINI_E_ARGUMENT;
+        }
+        return interp->provider.StartVirtualThread(thread, name, parent, why);
+    });
+}
+
+martini_status martini_thread_end_vt(martini_interp *interp, martini_vthread thread) {
+    return Guarded("martini_thread_end_vt", [&](std::string &why) {
+        if (martini_status s = CheckLive(interp, why); s != MARTINI_OK) return s;
+        martini_status s = MARTINI_OK;
+        ThreadRecord *t = VirtualThread(interp, thread, why, s);
+        return t == nullptr ? s : interp->provider.EndThread(*t);
+    });
+}
+
+martini_status martini_thread_set_name_vt(martini_interp *interp, martini_vthread thread, const char *name) {
+    return Guarded("martini_thread_set_name_vt", [&](std::string &why) {
+        if (martini_status s = CheckLive(interp, why); s != MARTINI_OK) return s;
+        if (name == nullptr) {
+            why = "name is NULL";
+            return MARTINI_E_NULL;
+        }
+        if (thread == 0) {
+            interp->provider.Rename(*interp->provider.OsThread(nullptr), name);
+            return MARTINI_OK;
+        }
+        martini_status s = MARTINI_OK;
+        ThreadRecord *t = VirtualThread(interp, thread, why, s);
+        if (t != nullptr) interp->provider.Rename(*t, name);
+        return s;
+    });
+}
+
+martini_status martini_code_load(martini_interp *interp, martini_method_id method, const void *address,
+                                 size_t size, const martini_line *lines, size_t line_count) {
+    return Guarded("martini_code_load", [&](std::string &why) {
+        if (martini_status s = CheckLive(interp, why); s != MARTINI_OK) return s;
+        if (address == nullptr) {
+            why = "address is NULL";
+            return MARTINI_E_NULL;
+        }
+        if (size == 0) {
+            why = "code of method " + std::to_string(method) + " has size 0";
+            return MARTINI_E_ARGUMENT;
+        }
+        if (martini_status s = CheckLines(lines, line_count, why); s != MARTINI_OK) return s;
+        std::vector<Martini::MPI::SLineNumberTableEntry> table;
+        for (size_t i = 0; i < line_count; ++i) {
+            if (i > 0 && lines[i].offset <= lines[i - 1].offset) {
+                why = "line table row " + std::to_string(i) + " is not after row " + std::to_string(i - 1) +
+                      ": rows must be sorted by offset";
+                return MARTINI_E_ARGUMENT;
+            }
+            if (lines[i].offset >= size) {
+                why = "line table row " + std::to_string(i) + " has offset " + std::to_string(lines[i].offset) +
+                      ", past the code's size " + std::to_string(size);
+                return MARTINI_E_ARGUMENT;
+            }
+            table.push_back({lines[i].offset, lines[i].line});
+        }
+        return interp->provider.LoadCode(method, reinterpret_cast<std::uintptr_t>(address), size,
+                                         std::move(table), why);
+    });
+}
+
+martini_status martini_code_unload(martini_interp *interp, const void *address) {
+    return Guarded("martini_code_unload", [&](std::string &why) {
+        if (martini_status s = CheckLive(interp, why); s != MARTINI_OK) return s;
+        if (address == nullptr) {
+            why = "address is NULL";
+            return MARTINI_E_NULL;
+        }
+        return interp->provider.UnloadCode(reinterpret_cast<std::uintptr_t>(address), why);
+    });
+}
+
+}  // extern "C"

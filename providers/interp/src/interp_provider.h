@@ -1,0 +1,139 @@
+// The provider behind the interpreter C ABI (martini/interp.h): the records of what the
+// interpreter registered, the threads' shadow stacks, and the answers to data requests.
+// The C functions in interp_abi.cpp check their arguments and call into this class.
+#pragma once
+
+#include "martini/core/core.h"
+#include "martini/interp.h"
+
+#include <tbb/concurrent_unordered_map.h>
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace martini::interp {
+
+using core::ClientMask;
+using Martini::MPI::BitSet;
+using Martini::MPI::TEventType;
+using Martini::MPI::TId;
+using Martini::MPI::TResult;
+
+struct MethodRecord {
+    TId id = 0;
+    std::string name;
+    std::string signature;
+    std::string sourceFile;
+    TId classId = 0;
+    std::uint32_t flags = 0;
+    std::vector<Martini::MPI::SLineNumberTableEntry> lines;
+    ClientMask interest = 0;  // clients whose call-graph filter wants the method
+};
+
+struct ClassRecord {
+    std::string name;
+    std::string sourceFile;
+    std::vector<TId> methods;
+};
+
+struct Frame {
+    martini_stack_id stack;
+    const MethodRecord *method;
+};
+
+struct ThreadRecord {
+    TId id = 0;  // the MPI thread id (dense, from 1)
+    std::string name;
+    TId parent = 0;
+    bool virtualThread = false;
+    bool ended = false;
+    std::vector<Frame> frames;  // outermost first
+};
+
+struct CodeRecord {
+    TId method = 0;
+    std::uint64_t size = 0;
+    std::vector<Martini::MPI::SLineNumberTableEntry> lines;
+};
+
+class InterpProvider final : public core::Provider {
+public:
+    InterpProvider(std::string runtimeName, std::string runtimeVersion);
+    ~InterpProvider() override;
+
+    // Loads the clients and starts the run (VmInit, EcSetOutputDirectory) on the
+    // calling thread. Returns "" or the reason nothing could start.
+    std::string Start(const martini_config &config);
+    void Shutdown();
+    bool Live() const noexcept { return live_.load(std::memory_order_acquire); }
+
+    // Each returns MARTINI_OK or sets the error text (the C layer prefixes the function).
+    martini_status RegisterMethod(martini_method_id id, const martini_method_info &info, std::string &error);
+    const MethodRecord *FindMethod(martini_method_id id) const;
+
+    martini_status Enter(ThreadRecord &t, martini_method_id method, martini_stack_id stack, std::string &error);
+    martini_status Exit(ThreadRecord &t, martini_stack_id returnedTo, std::string &error);
+
+    // The calling OS thread's record, announced on first use (named `name` or
+    // "thread-N"). Null after shutdown.
+    ThreadRecord *OsThread(const char *name);
+    ThreadRecord *FindVirtualThread(martini_vthread handle);
+    martini_status StartVirtualThread(martini_vthread handle, const char *name, martini_vthread parent,
+                                      std::string &error);
+    martini_status EndThread(ThreadRecord &t);
+    void Rename(ThreadRecord &t, const char *name);
+
+    martini_status LoadCode(martini_method_id method, std::uint64_t address, std::uint64_t size,
+                            std::vector<Martini::MPI::SLineNumberTableEntry> lines, std::string &error);
+    martini_status UnloadCode(std::uint64_t address, std::string &error);
+
+    // ---- core::Provider
+    core::RuntimeDescription Describe() const override;
+    bool CanRaise(TEventType event) const noexcept override;
+    TResult DescribeClass(TId, BitSet, core::ClassFacts &) noexcept override;
+    TResult DescribeMethod(TId, BitSet, core::MethodFacts &) noexcept override;
+    TResult DescribeThread(TId, BitSet, unsigned maxFrames, core::ThreadFacts &) noexcept override;
+    TResult ListThreads(std::vector<TId> &) noexcept override;
+    TResult DescribeCompiledCode(Martini::MPI::UIOP, BitSet, core::CompiledMethodFacts &) noexcept override;
+    TResult CurrentThread(TId &) noexcept override;
+
+private:
+    ThreadRecord *NewThread(std::string name, TId parent, bool virtualThread);  // under mutex_
+    void AnnounceThread(const ThreadRecord &t);
+    void RaiseEnter(const ThreadRecord &t, const MethodRecord &m);
+    void RaiseLeave(const ThreadRecord &t, const MethodRecord &m);
+    void PopTo(ThreadRecord &t, std::size_t size);  // exits frames until `size` remain
+    const ThreadRecord *Current() const noexcept;
+    void SetCurrent(const ThreadRecord *t) noexcept;
+
+    const std::string runtimeName_;
+    const std::string runtimeVersion_;
+    const std::uint64_t generation_;  // tells this provider's thread-local state from an earlier one's
+    std::unique_ptr<core::Core> core_;
+    std::atomic<bool> live_{false};
+    BitSet enterWanted_ = 0;
+    BitSet leaveWanted_ = 0;
+
+    // Registration state, under mutex_. Records are never freed before the provider:
+    // the hot path reads them without the lock.
+    mutable std::mutex mutex_;
+    std::deque<MethodRecord> methodStore_;
+    std::vector<ClassRecord> classes_;  // class id = index + 1
+    std::unordered_map<std::string, TId> classByName_;
+    std::deque<ThreadRecord> threadStore_;
+    std::vector<ThreadRecord *> threadsById_;  // thread id = index + 1
+    std::unordered_map<martini_vthread, ThreadRecord *> virtualThreads_;
+    std::map<std::uint64_t, CodeRecord> code_;  // by start address
+
+    // Lock-free lookup for martini_enter.
+    tbb::concurrent_unordered_map<martini_method_id, const MethodRecord *> methods_;
+};
+
+}  // namespace martini::interp

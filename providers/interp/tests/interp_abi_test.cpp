@@ -1,0 +1,290 @@
+// The interpreter C ABI: what a C interpreter's calls become for the clients, and the
+// error code (and message) for each kind of bad input.
+#include "martini/interp.h"
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+// One run of the recorder client: create, the test's calls, destroy, and the lines the
+// client wrote at VmShutdown.
+class InterpRun {
+public:
+    explicit InterpRun(const std::string &extraOptions = "") {
+        char name[] = "/tmp/interp-test-XXXXXX";
+        const int fd = mkstemp(name);
+        if (fd >= 0) close(fd);
+        out_ = name;
+        clients_ = std::string(RECORDER_CLIENT) + "=out=" + out_ + extraOptions;
+        martini_config c{};
+        c.abi_version = MARTINI_INTERP_ABI_VERSION;
+        c.runtime_name = "test";
+        c.clients = clients_.c_str();
+        c.output_dir = "/tmp/interp-out";
+        status = martini_interp_create(&c, &interp);
+    }
+    ~InterpRun() {
+        martini_interp_destroy(interp);
+        std::remove(out_.c_str());
+    }
+    std::vector<std::string> Lines() {
+        martini_interp_destroy(interp);
+        interp = nullptr;
+        std::vector<std::string> lines;
+        std::ifstream in(out_);
+        for (std::string l; std::getline(in, l);) lines.push_back(l);
+        return lines;
+    }
+    // The lines starting with one of `prefixes`, in order.
+    std::vector<std::string> Only(std::initializer_list<const char *> prefixes) {
+        std::vector<std::string> kept;
+        for (const std::string &l : Lines()) {
+            for (const char *p : prefixes) {
+                if (l.rfind(p, 0) == 0) {
+                    kept.push_back(l);
+                    break;
+                }
+            }
+        }
+        return kept;
+    }
+    martini_status Method(martini_method_id id, const char *name, const char *cls = "tree") {
+        martini_method_info info{};
+        info.name = name;
+        info.class_name = cls;
+        info.source_file = "tree.lua";
+        martini_line line{0, static_cast<uint32_t>(id * 10)};
+        info.lines = &line;
+        info.line_count = 1;
+        return martini_method_register(interp, id, &info);
+    }
+
+    martini_interp *interp = nullptr;
+    martini_status status = MARTINI_E_INTERNAL;
+
+private:
+    std::string out_;
+    std::string clients_;
+};
+
+using Lines = std::vector<std::string>;
+
+TEST(InterpAbi, CallsThreadsAndClassesReachTheClients) {
+    InterpRun r;
+    ASSERT_EQ(r.status, MARTINI_OK) << martini_last_error();
+    ASSERT_EQ(r.Method(1, "insert"), MARTINI_OK);
+    ASSERT_EQ(r.Method(2, "balance"), MARTINI_OK);
+    EXPECT_EQ(martini_method_wanted(r.interp, 1), 1);
+    ASSERT_EQ(martini_enter(r.interp, 1, 100), MARTINI_OK);
+    ASSERT_EQ(martini_enter(r.interp, 2, 101), MARTINI_OK);
+    ASSERT_EQ(martini_exit(r.interp, 100), MARTINI_OK);
+    ASSERT_EQ(martini_exit(r.interp, MARTINI_STACK_BASE), MARTINI_OK);
+    EXPECT_EQ(r.Lines(), (Lines{"init 1", "tstart 1 main 0", "outdir /tmp/interp-out", "class 1 tree",
+                                "method 1 insert tree 10", "method 2 balance tree 20", "enter 1 1", "stack 1 1",
+                                "enter 2 1", "stack 1 2,1", "leave 2 1", "leave 1 1", "shutdown"}));
+}
+
+TEST(InterpAbi, ExitUnwindsEveryFrameAboveTheFrameReturnedTo) {
+    InterpRun r;
+    ASSERT_EQ(r.status, MARTINI_OK) << martini_last_error();
+    for (martini_method_id m = 1; m <= 4; ++m) ASSERT_EQ(r.Method(m, ("m" + std::to_string(m)).c_str()), MARTINI_OK);
+    // m1 > m2 > m3 > m4, then an exception unwinds m4 and m3 without exits: the return
+    // from m2 to m1 names m1's frame.
+    for (martini_method_id m = 1; m <= 4; ++m) ASSERT_EQ(martini_enter(r.interp, m, 10 * m), MARTINI_OK);
+    ASSERT_EQ(martini_exit(r.interp, 10), MARTINI_OK);
+    ASSERT_EQ(martini_exit(r.interp, MARTINI_STACK_BASE), MARTINI_OK);
+    EXPECT_EQ(r.Only({"enter", "leave"}), (Lines{"enter 1 1", "enter 2 1", "enter 3 1", "enter 4 1", "leave 4 1",
+                                                  "leave 3 1", "leave 2 1", "leave 1 1"}));
+}
+
+TEST(InterpAbi, EnterWithTheInnermostFramesIdIsATailCall) {
+    InterpRun r;
+    ASSERT_EQ(r.status, MARTINI_OK) << martini_last_error();
+    for (martini_method_id m = 1; m <= 3; ++m) ASSERT_EQ(r.Method(m, ("m" + std::to_string(m)).c_str()), MARTINI_OK);
+    ASSERT_EQ(martini_enter(r.interp, 1, 7), MARTINI_OK);
+    ASSERT_EQ(martini_enter(r.interp, 2, 8), MARTINI_OK);
+    ASSERT_EQ(martini_enter(r.interp, 3, 8), MARTINI_OK);  // m2 tail-calls m3 in its frame
+    ASSERT_EQ(martini_exit(r.interp, 7), MARTINI_OK);
+    EXPECT_EQ(r.Only({"enter", "leave", "stack"}),
+              (Lines{"enter 1 1", "stack 1 1", "enter 2 1", "stack 1 2,1", "leave 2 1", "enter 3 1", "stack 1 3,1",
+                     "leave 3 1"}));
+}
+
+TEST(InterpAbi, AFilteredOutMethodRaisesNothingButIsUnwound) {
+    InterpRun r(",skip=helper");
+    ASSERT_EQ(r.status, MARTINI_OK) << martini_last_error();
+    ASSERT_EQ(r.Method(1, "main"), MARTINI_OK);
+    ASSERT_EQ(r.Method(2, "helper"), MARTINI_OK);
+    ASSERT_EQ(r.Method(3, "work"), MARTINI_OK);
+    EXPECT_EQ(martini_method_wanted(r.interp, 2), 0);
+    EXPECT_EQ(martini_method_wanted(r.interp, 3), 1);
+    ASSERT_EQ(martini_enter(r.interp, 1, 1), MARTINI_OK);
+    ASSERT_EQ(martini_enter(r.interp, 2, 2), MARTINI_OK);
+    ASSERT_EQ(martini_enter(r.interp, 3, 3), MARTINI_OK);
+    ASSERT_EQ(martini_exit(r.interp, 2), MARTINI_OK);
+    ASSERT_EQ(martini_exit(r.interp, 1), MARTINI_OK);  // helper's frame is known though silent
+    ASSERT_EQ(martini_exit(r.interp, MARTINI_STACK_BASE), MARTINI_OK);
+    EXPECT_EQ(r.Only({"enter", "leave"}), (Lines{"enter 1 1", "enter 3 1", "leave 3 1", "leave 1 1"}));
+}
+
+TEST(InterpAbi, VirtualThreadsHaveTheirOwnStacksAndHandlesCanBeReused) {
+    InterpRun r;
+    ASSERT_EQ(r.status, MARTINI_OK) << martini_last_error();
+    ASSERT_EQ(r.Method(1, "producer"), MARTINI_OK);
+    ASSERT_EQ(r.Method(2, "consumer"), MARTINI_OK);
+    ASSERT_EQ(martini_thread_start_vt(r.interp, 0xA, "co-a", 0), MARTINI_OK);
+    ASSERT_EQ(martini_thread_start_vt(r.interp, 0xB, nullptr, 0xA), MARTINI_OK);
+    ASSERT_EQ(martini_enter_vt(r.interp, 0xA, 1, 1), MARTINI_OK);
+    ASSERT_EQ(martini_enter_vt(r.interp, 0xB, 2, 1), MARTINI_OK);  // the same stack id, another thread
+    ASSERT_EQ(martini_exit_vt(r.interp, 0xA, MARTINI_STACK_BASE), MARTINI_OK);
+    ASSERT_EQ(martini_thread_set_name_vt(r.interp, 0xB, "co-b"), MARTINI_OK);
+    ASSERT_EQ(martini_thread_end_vt(r.interp, 0xB), MARTINI_OK);  // its open frame exits first
+    ASSERT_EQ(martini_thread_end_vt(r.interp, 0xA), MARTINI_OK);
+    ASSERT_EQ(martini_thread_start_vt(r.interp, 0xA, "co-a-again", 0), MARTINI_OK);
+    EXPECT_EQ(r.Only({"tstart", "tend", "enter", "leave"}),
+              (Lines{"tstart 1 main 0", "tstart 2 co-a 1", "tstart 3 vthread-3 2", "enter 1 2", "enter 2 3",
+                     "leave 1 2", "leave 2 3", "tend 3", "tend 2", "tstart 4 co-a-again 1"}));
+}
+
+TEST(InterpAbi, OsThreadsAreAnnouncedOnFirstUseOrByName) {
+    InterpRun r;
+    ASSERT_EQ(r.status, MARTINI_OK) << martini_last_error();
+    ASSERT_EQ(r.Method(1, "run"), MARTINI_OK);
+    std::thread named([&] {
+        EXPECT_EQ(martini_thread_start(r.interp, "worker"), MARTINI_OK);
+        EXPECT_EQ(martini_enter(r.interp, 1, 1), MARTINI_OK);
+        EXPECT_EQ(martini_thread_end(r.interp), MARTINI_OK);
+    });
+    named.join();
+    std::thread anonymous([&] {
+        EXPECT_EQ(martini_enter(r.interp, 1, 1), MARTINI_OK);
+        EXPECT_EQ(martini_exit(r.interp, MARTINI_STACK_BASE), MARTINI_OK);
+    });
+    anonymous.join();
+    EXPECT_EQ(r.Only({"tstart", "tend", "enter", "leave"}),
+              (Lines{"tstart 1 main 0", "tstart 2 worker 0", "enter 1 2", "leave 1 2", "tend 2",
+                     "tstart 3 thread-3 0", "enter 1 3", "leave 1 3"}));
+}
+
+TEST(InterpAbi, GeneratedCodeIsReportedWithItsSize) {
+    InterpRun r;
+    ASSERT_EQ(r.status, MARTINI_OK) << martini_last_error();
+    ASSERT_EQ(r.Method(1, "hot"), MARTINI_OK);
+    static unsigned char code[64];
+    const martini_line lines[] = {{0, 3}, {16, 4}};
+    ASSERT_EQ(martini_code_load(r.interp, 1, code, sizeof code, lines, 2), MARTINI_OK);
+    EXPECT_EQ(martini_code_load(r.interp, 1, code + 32, 8, nullptr, 0), MARTINI_E_ARGUMENT) << "overlaps";
+    EXPECT_NE(std::string(martini_last_error()).find("overlaps the code of method 1"), std::string::npos)
+        << martini_last_error();
+    ASSERT_EQ(martini_code_unload(r.interp, code), MARTINI_OK);
+    EXPECT_EQ(martini_code_unload(r.interp, code), MARTINI_E_UNKNOWN_ID);
+    EXPECT_EQ(r.Only({"jit", "unjit"}), (Lines{"jit 1 64", "unjit 1 64"}));
+}
+
+// Each kind of bad input: its code, a message naming the function and the cause, and
+// nothing changed (the run goes on and what was collected is written).
+TEST(InterpAbi, BadInputGetsAnErrorCodeAndAMessageAndChangesNothing) {
+    auto error = [] { return std::string(martini_last_error()); };
+    InterpRun r;
+    ASSERT_EQ(r.status, MARTINI_OK) << martini_last_error();
+    martini_method_info info{};
+    EXPECT_EQ(martini_method_register(r.interp, 1, nullptr), MARTINI_E_NULL);
+    EXPECT_EQ(error(), "martini_method_register: info is NULL");
+    EXPECT_EQ(martini_method_register(r.interp, 1, &info), MARTINI_E_NULL);
+    info.name = "";
+    EXPECT_EQ(martini_method_register(r.interp, 1, &info), MARTINI_E_ARGUMENT);
+    info.name = "f";
+    EXPECT_EQ(martini_method_register(r.interp, 0, &info), MARTINI_E_ARGUMENT);
+    EXPECT_NE(error().find("method id 0"), std::string::npos) << error();
+    const martini_line unsorted[] = {{8, 2}, {4, 3}};
+    info.lines = unsorted;
+    info.line_count = 2;
+    EXPECT_EQ(martini_method_register(r.interp, 1, &info), MARTINI_E_ARGUMENT);
+    EXPECT_NE(error().find("must be sorted by offset"), std::string::npos) << error();
+    info.lines = nullptr;
+    EXPECT_EQ(martini_method_register(r.interp, 1, &info), MARTINI_E_NULL) << "line_count without lines";
+    info.line_count = 0;
+    ASSERT_EQ(martini_method_register(r.interp, 1, &info), MARTINI_OK);
+    EXPECT_EQ(error(), "") << "cleared by a call that succeeds";
+    EXPECT_EQ(martini_method_register(r.interp, 1, &info), MARTINI_OK) << "the same facts again";
+    info.name = "g";
+    EXPECT_EQ(martini_method_register(r.interp, 1, &info), MARTINI_E_DUPLICATE_ID);
+    EXPECT_NE(error().find("is already (global).f, not (global).g"), std::string::npos) << error();
+
+    EXPECT_EQ(martini_enter(nullptr, 1, 1), MARTINI_E_NULL);
+    EXPECT_EQ(martini_enter(r.interp, 99, 1), MARTINI_E_UNKNOWN_ID);
+    EXPECT_EQ(error(), "martini_enter: method id 99 was not registered (martini_method_register)");
+    EXPECT_EQ(martini_enter(r.interp, 1, MARTINI_STACK_BASE), MARTINI_E_ARGUMENT);
+    ASSERT_EQ(martini_enter(r.interp, 1, 5), MARTINI_OK);
+    EXPECT_EQ(martini_exit(r.interp, 6), MARTINI_E_STACK);
+    EXPECT_NE(error().find("stack id 6 is not on thread 1's stack (1 frames); nothing was unwound"),
+              std::string::npos)
+        << error();
+    EXPECT_EQ(martini_enter_vt(r.interp, 0, 1, 1), MARTINI_E_ARGUMENT);
+    EXPECT_EQ(martini_enter_vt(r.interp, 42, 1, 1), MARTINI_E_UNKNOWN_ID);
+    EXPECT_EQ(martini_thread_start_vt(r.interp, 7, "x", 8), MARTINI_E_UNKNOWN_ID) << "unknown parent";
+    ASSERT_EQ(martini_thread_start_vt(r.interp, 7, "x", 0), MARTINI_OK);
+    EXPECT_EQ(martini_thread_start_vt(r.interp, 7, "x", 0), MARTINI_E_DUPLICATE_ID);
+    EXPECT_EQ(martini_thread_set_name_vt(r.interp, 7, nullptr), MARTINI_E_NULL);
+    EXPECT_EQ(martini_code_load(r.interp, 99, &info, 4, nullptr, 0), MARTINI_E_UNKNOWN_ID);
+    EXPECT_EQ(martini_code_load(r.interp, 1, nullptr, 4, nullptr, 0), MARTINI_E_NULL);
+    EXPECT_EQ(martini_code_load(r.interp, 1, &info, 0, nullptr, 0), MARTINI_E_ARGUMENT);
+    const martini_line past[] = {{40, 1}};
+    EXPECT_EQ(martini_code_load(r.interp, 1, &info, 4, past, 1), MARTINI_E_ARGUMENT);
+
+    // A second instance while this one is live.
+    martini_config c{};
+    c.abi_version = MARTINI_INTERP_ABI_VERSION;
+    c.clients = "callcount";
+    martini_interp *second = nullptr;
+    EXPECT_EQ(martini_interp_create(&c, &second), MARTINI_E_PHASE);
+    EXPECT_EQ(second, nullptr);
+
+    // The frame entered above is still there: the failed exit unwound nothing.
+    ASSERT_EQ(martini_exit(r.interp, MARTINI_STACK_BASE), MARTINI_OK);
+    ASSERT_EQ(martini_interp_shutdown(r.interp), MARTINI_OK);
+    EXPECT_EQ(martini_interp_shutdown(r.interp), MARTINI_OK) << "twice is harmless";
+    EXPECT_EQ(martini_enter(r.interp, 1, 5), MARTINI_E_PHASE);
+    EXPECT_NE(error().find("the run has ended"), std::string::npos) << error();
+    EXPECT_EQ(r.Only({"enter", "leave", "shutdown"}), (Lines{"enter 1 1", "leave 1 1", "shutdown"}));
+}
+
+TEST(InterpAbi, CreateRefusesABadConfigurationAndNamesTheCause) {
+    martini_interp *interp = nullptr;
+    EXPECT_EQ(martini_interp_create(nullptr, &interp), MARTINI_E_NULL);
+    martini_config c{};
+    c.abi_version = MARTINI_INTERP_ABI_VERSION + 1;
+    c.clients = "callcount";
+    EXPECT_EQ(martini_interp_create(&c, &interp), MARTINI_E_VERSION);
+    EXPECT_EQ(std::string(martini_last_error()),
+              "martini_interp_create: the caller was built against interpreter ABI version " +
+                  std::to_string(MARTINI_INTERP_ABI_VERSION + 1) + ", this library is version " +
+                  std::to_string(MARTINI_INTERP_ABI_VERSION));
+    c.abi_version = MARTINI_INTERP_ABI_VERSION;
+    c.clients = "";
+    EXPECT_EQ(martini_interp_create(&c, &interp), MARTINI_E_CLIENTS);
+    EXPECT_NE(std::string(martini_last_error()).find("no client given"), std::string::npos);
+    c.clients = "/nonexistent/libnothing.so";
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(martini_interp_create(&c, &interp), MARTINI_E_CLIENTS);
+    const std::string log = testing::internal::GetCapturedStderr();
+    EXPECT_NE(log.find("/nonexistent/libnothing.so"), std::string::npos) << log;
+    EXPECT_NE(std::string(martini_last_error()).find("no client could be loaded"), std::string::npos);
+    EXPECT_EQ(interp, nullptr);
+    EXPECT_STREQ(martini_status_name(MARTINI_E_STACK), "MARTINI_E_STACK");
+    // After the failures, an instance can still be made.
+    InterpRun r;
+    EXPECT_EQ(r.status, MARTINI_OK) << martini_last_error();
+}
+
+}  // namespace

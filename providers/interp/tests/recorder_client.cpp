@@ -1,0 +1,134 @@
+// Test client for the interpreter C ABI: records every event it sees, one line each, and
+// writes them at VmShutdown to the file named by its options ("out=FILE"), with
+// "skip=NAME" leaving the method NAME out through a call-graph filter. Lines:
+//   init T | method M NAME CLASS LINE | class C NAME | enter M T | leave M T
+//   tstart T NAME PARENT | tend T | jit M SIZE | unjit M SIZE | outdir DIR
+//   stack T M1,M2,... (at each enter: GetThreadInfo's stack of the current thread)
+//   shutdown
+// Written against mpi/ only.
+#include <MpiAPI.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+using namespace Martini::MPI;
+
+namespace {
+
+IMpi *gMpi;
+TId gId;
+std::string gOut, gSkip;
+std::vector<std::string> gLines;
+
+void Line(std::string s) { gLines.push_back(std::move(s)); }
+std::string N(TId id) { return std::to_string(id); }
+
+struct Skip : ICallGraphFilter {
+    bool ShouldNotify(SCallGraphFilterData &d) override { return gSkip.empty() || gSkip != d.szMethodName; }
+};
+
+struct Init : IVmInitEventObserver {
+    void HandleEvent(SVmInitEventData &d) override { Line("init " + N(d.threadId)); }
+};
+struct Shutdown : IVmShutdownEventObserver {
+    void HandleEvent() override {
+        Line("shutdown");
+        if (FILE *f = std::fopen(gOut.c_str(), "w")) {
+            for (const auto &l : gLines) std::fprintf(f, "%s\n", l.c_str());
+            std::fclose(f);
+        }
+    }
+};
+struct ClassLoad : IClassLoadEventObserver {
+    void HandleEvent(SClassLoadEventData &d) override { Line("class " + N(d.classId) + " " + d.szClassName); }
+};
+struct NewMethod : INewMethodEventObserver {
+    void HandleEvent(SNewMethodEventData &d) override {
+        const unsigned line = d.lineNumbers.uiActualSize ? d.lineNumbers.entries[0].uiLineNumber : 0;
+        Line("method " + N(d.methodId) + " " + d.szMethodName + " " + d.szClassName + " " + std::to_string(line));
+    }
+};
+struct Enter : IMethodEnterEventObserver {
+    void HandleEvent(SMethodEnterEventData &d) override {
+        Line("enter " + N(d.methodId) + " " + N(d.threadId));
+        TId current = 0;
+        if (gMpi->GetCurrentThreadId(gId, &current) != MRTE_RESULT_OK || current != d.threadId) {
+            Line("bad current thread " + N(current));
+        }
+        SStackEntry frames[64];
+        SThreadInfo info;
+        info.stackTrace.entries = frames;
+        info.stackTrace.uiSize = 64;
+        if (gMpi->GetThreadInfo(gId, d.threadId, DR_VM_CALL_STACK, &info) == MRTE_RESULT_OK) {
+            std::string s = "stack " + N(d.threadId) + " ";
+            for (unsigned i = 0; i < info.stackTrace.uiActualSize && i < 64; ++i) s += (i ? "," : "") + N(frames[i].methodId);
+            Line(s);
+        }
+    }
+};
+struct Leave : IMethodLeaveEventObserver {
+    void HandleEvent(SMethodLeaveEventData &d) override { Line("leave " + N(d.methodId) + " " + N(d.threadId)); }
+};
+struct ThreadStart : IThreadStartEventObserver {
+    void HandleEvent(SThreadStartEventData &d) override {
+        Line("tstart " + N(d.threadId) + " " + d.szThreadName + " " + N(d.parentThreadId));
+    }
+};
+struct ThreadEnd : IThreadEndEventObserver {
+    void HandleEvent(SThreadEndEventData &d) override { Line("tend " + N(d.threadId)); }
+};
+struct Jit : IJittedMethodLoadedEventObserver {
+    void HandleEvent(SJittedMethodLoadedEventData &d) override {
+        Line("jit " + N(d.methodId) + " " + std::to_string(d.uiCodeSize));
+    }
+};
+struct Unjit : IJittedMethodUnloadedEventObserver {
+    void HandleEvent(SJittedMethodUnloadedEventData &d) override {
+        Line("unjit " + N(d.methodId) + " " + std::to_string(d.uiCodeSize));
+    }
+};
+struct OutDir : IEcSetOutputDirectoryEventObserver {
+    void HandleEvent(SEcSetOutputDirectoryEventData &d) override { Line(std::string("outdir ") + d.szDirectoryName); }
+};
+
+Skip gSkipFilter;
+Init gInit;
+Shutdown gShutdown;
+ClassLoad gClassLoad;
+NewMethod gNewMethod;
+Enter gEnter;
+Leave gLeave;
+ThreadStart gThreadStart;
+ThreadEnd gThreadEnd;
+Jit gJit;
+Unjit gUnjit;
+OutDir gOutDir;
+
+}  // namespace
+
+extern "C" API_EXPORT TResult MPICL_Instantiate(IMpi *mpi, TId id, const char *options) {
+    gMpi = mpi;
+    gId = id;
+    gLines.clear();
+    gOut.clear();
+    gSkip.clear();
+    std::string o = options ? options : "";
+    for (std::size_t start = 0; start < o.size();) {
+        std::size_t end = o.find(',', start);
+        if (end == std::string::npos) end = o.size();
+        const std::string kv = o.substr(start, end - start);
+        if (kv.rfind("out=", 0) == 0) gOut = kv.substr(4);
+        else if (kv.rfind("skip=", 0) == 0) gSkip = kv.substr(5);
+        else return MRTE_ERROR_ILLEGAL_ARGUMENT;
+        start = end + 1;
+    }
+    if (gOut.empty()) return MRTE_ERROR_ILLEGAL_ARGUMENT;
+    IEventObserver *observers[] = {&gInit, &gShutdown, &gClassLoad, &gNewMethod, &gEnter, &gLeave,
+                                   &gThreadStart, &gThreadEnd, &gJit, &gUnjit, &gOutDir};
+    for (IEventObserver *o : observers) {
+        if (TResult r = mpi->RegisterEvent(id, *o); r != MRTE_RESULT_OK) return r;
+    }
+    return mpi->SetEventGroupFilter(id, EG_CALL_GRAPH, gSkipFilter);
+}
