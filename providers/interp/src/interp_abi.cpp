@@ -4,6 +4,7 @@
 #include "martini/interp.h"
 
 #include <atomic>
+#include <cstdio>
 #include <exception>
 #include <new>
 #include <string>
@@ -19,18 +20,21 @@ struct martini_interp {
 
 namespace {
 
-thread_local std::string tLastError;
+// A plain buffer (no constructor, no destructor): an access needs no TLS init guard,
+// and initial-exec makes it the thread pointer plus an offset.
+constexpr std::size_t kErrorSize = 1024;
+thread_local char tLastError[kErrorSize] __attribute__((tls_model("initial-exec")));
 // At most one instance at a time: clients are process-wide (their global state, their
 // output files), as with one JVM per process.
 std::atomic<martini_interp *> gInstance{nullptr};
 
 martini_status Fail(const char *function, martini_status status, const std::string &why) {
-    tLastError = std::string(function) + ": " + why;
+    std::snprintf(tLastError, kErrorSize, "%s: %s", function, why.c_str());
     return status;
 }
 
 martini_status Ok() {
-    tLastError.clear();
+    tLastError[0] = '\0';
     return MARTINI_OK;
 }
 
@@ -90,7 +94,7 @@ ThreadRecord *VirtualThread(martini_interp *interp, martini_vthread handle, std:
 
 extern "C" {
 
-const char *martini_last_error(void) { return tLastError.c_str(); }
+const char *martini_last_error(void) { return tLastError; }
 
 const char *martini_status_name(martini_status status) {
     switch (status) {

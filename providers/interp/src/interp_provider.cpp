@@ -26,7 +26,9 @@ struct OsThreadSlot {
     ThreadRecord *os = nullptr;
     const ThreadRecord *current = nullptr;
 };
-thread_local OsThreadSlot tOsThread;
+// initial-exec: an access is the thread pointer plus an offset, not a __tls_get_addr
+// call (the library is small enough for the static TLS surplus even when dlopened).
+thread_local OsThreadSlot tOsThread __attribute__((tls_model("initial-exec")));
 
 // Sets `field` and marks `item` valid when some observer asked for it.
 template <class Data, class T, class V>
@@ -174,14 +176,15 @@ martini_status InterpProvider::RegisterMethod(martini_method_id id, const martin
     }
 
     std::unique_lock lock(mutex_);
-    if (auto it = methods_.find(id); it != methods_.end()) {
-        const MethodRecord &old = *it->second;
+    if (auto found = registered_.find(id); found != registered_.end()) {
+        const MethodRecord &old = *found->second;
         if (old.name == info.name && classes_[old.classId - 1].name == className) return MARTINI_OK;
         error = "method id " + std::to_string(id) + " is already " + classes_[old.classId - 1].name + "." +
                 old.name + ", not " + className + "." + info.name;
         return MARTINI_E_DUPLICATE_ID;
     }
     MethodRecord &m = methodStore_.emplace_back();
+    registered_.emplace(id, &m);
     m.id = id;
     m.name = info.name;
     m.signature = info.signature ? info.signature : "";
@@ -233,13 +236,33 @@ martini_status InterpProvider::RegisterMethod(martini_method_id id, const martin
     SCallGraphFilterData filter{c.name.c_str(), m.name.c_str(), m.signature.c_str(), AccessOf(m.flags)};
     m.interest = core_->CallGraphInterest(id, filter);
     // Published last: martini_enter sees the method only with its interest settled.
-    methods_.emplace(id, &m);
+    Publish(id, &m);
     return MARTINI_OK;
 }
 
 const MethodRecord *InterpProvider::FindMethod(martini_method_id id) const {
+    if (id < kDenseIds) {
+        const auto *chunk = dense_[id / kChunk].load(std::memory_order_acquire);
+        return chunk == nullptr ? nullptr : chunk[id % kChunk].load(std::memory_order_acquire);
+    }
     auto it = methods_.find(id);
     return it == methods_.end() ? nullptr : it->second;
+}
+
+void InterpProvider::Publish(martini_method_id id, const MethodRecord *m) {
+    if (id >= kDenseIds) {
+        methods_.emplace(id, m);
+        return;
+    }
+    std::lock_guard lock(mutex_);
+    auto *chunk = dense_[id / kChunk].load(std::memory_order_relaxed);
+    if (chunk == nullptr) {
+        denseStore_.push_back(std::make_unique<std::atomic<const MethodRecord *>[]>(kChunk));
+        chunk = denseStore_.back().get();
+        for (std::size_t i = 0; i < kChunk; ++i) chunk[i].store(nullptr, std::memory_order_relaxed);
+        dense_[id / kChunk].store(chunk, std::memory_order_release);
+    }
+    chunk[id % kChunk].store(m, std::memory_order_release);
 }
 
 // ---- Calls ------------------------------------------------------------------------
@@ -248,8 +271,11 @@ void InterpProvider::RaiseEnter(const ThreadRecord &t, const MethodRecord &m) {
     SMethodEnterEventData d;
     Put(d, enterWanted_, DR_METHOD_ID, d.methodId, m.id);
     Put(d, enterWanted_, DR_THREAD_ID, d.threadId, t.id);
-    Put(d, enterWanted_, DR_CPU_TIMESTAMP, d.uiCpuTimestamp, core::Clock::NowNs());
-    if (!t.virtualThread) Put(d, enterWanted_, DR_THREAD_CPU_TIME, d.uiThreadCpuTime, ThreadCpuNs());
+    // Clocks are read only when asked for (Put's value would be computed regardless).
+    if (enterWanted_ & DR_CPU_TIMESTAMP) Put(d, enterWanted_, DR_CPU_TIMESTAMP, d.uiCpuTimestamp, core::Clock::NowNs());
+    if ((enterWanted_ & DR_THREAD_CPU_TIME) && !t.virtualThread) {
+        Put(d, enterWanted_, DR_THREAD_CPU_TIME, d.uiThreadCpuTime, ThreadCpuNs());
+    }
     core_->Raise<IMethodEnterEventObserver>(d, m.interest);
 }
 
@@ -257,8 +283,11 @@ void InterpProvider::RaiseLeave(const ThreadRecord &t, const MethodRecord &m) {
     SMethodLeaveEventData d;
     Put(d, leaveWanted_, DR_METHOD_ID, d.methodId, m.id);
     Put(d, leaveWanted_, DR_THREAD_ID, d.threadId, t.id);
-    Put(d, leaveWanted_, DR_CPU_TIMESTAMP, d.uiCpuTimestamp, core::Clock::NowNs());
-    if (!t.virtualThread) Put(d, leaveWanted_, DR_THREAD_CPU_TIME, d.uiThreadCpuTime, ThreadCpuNs());
+    // Clocks are read only when asked for (Put's value would be computed regardless).
+    if (leaveWanted_ & DR_CPU_TIMESTAMP) Put(d, leaveWanted_, DR_CPU_TIMESTAMP, d.uiCpuTimestamp, core::Clock::NowNs());
+    if ((leaveWanted_ & DR_THREAD_CPU_TIME) && !t.virtualThread) {
+        Put(d, leaveWanted_, DR_THREAD_CPU_TIME, d.uiThreadCpuTime, ThreadCpuNs());
+    }
     core_->Raise<IMethodLeaveEventObserver>(d, m.interest);
 }
 

@@ -125,6 +125,7 @@ private:
     // the hot path reads them without the lock.
     mutable std::mutex mutex_;
     std::deque<MethodRecord> methodStore_;
+    std::unordered_map<martini_method_id, MethodRecord *> registered_;  // from registration on
     std::vector<ClassRecord> classes_;  // class id = index + 1
     std::unordered_map<std::string, TId> classByName_;
     std::deque<ThreadRecord> threadStore_;
@@ -132,7 +133,14 @@ private:
     std::unordered_map<martini_vthread, ThreadRecord *> virtualThreads_;
     std::map<std::uint64_t, CodeRecord> code_;  // by start address
 
-    // Lock-free lookup for martini_enter.
+    // Lock-free lookup for martini_enter: ids below kDenseIds (an interpreter counting
+    // its methods from 1) in chunks of a dense table, two loads; larger ids (addresses)
+    // in a concurrent hash map.
+    static constexpr std::size_t kChunk = 4096;
+    static constexpr std::size_t kDenseIds = kChunk * 1024;
+    void Publish(martini_method_id id, const MethodRecord *m);
+    std::atomic<std::atomic<const MethodRecord *> *> dense_[kDenseIds / kChunk] = {};
+    std::vector<std::unique_ptr<std::atomic<const MethodRecord *>[]>> denseStore_;  // under mutex_
     tbb::concurrent_unordered_map<martini_method_id, const MethodRecord *> methods_;
 };
 

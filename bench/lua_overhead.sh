@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Times martini-lua against plain lua5.4 on a call-heavy script, side by side, and
+# prints each configuration's median wall time and its ratio to plain Lua.
+#   bash bench/lua_overhead.sh BUILD_DIR [RUNS]
+# Configurations: plain lua5.4; martini-lua with a client that wants no calls
+# (callcount with a filter matching nothing); callcount; cgprof (counts and time).
+set -euo pipefail
+build=${1:?usage: lua_overhead.sh BUILD_DIR [RUNS]}
+runs=${2:-5}
+here=$(cd "$(dirname "$0")" && pwd)
+script=$here/lua/calls.lua
+lua=$(command -v lua5.4)
+host=$build/providers/interp/martini-lua
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+declare -A cmd=(
+  [plain]="$lua $script"
+  [none-wanted]="$host --client callcount=include=nothing.,out=$out/cc0 $script"
+  [callcount]="$host --client callcount=out=$out/cc $script"
+  [cgprof]="$host --client cgprof --output $out/cg $script"
+)
+order=(plain none-wanted callcount cgprof)
+declare -A times
+for ((i = 0; i < runs; i++)); do
+  for c in "${order[@]}"; do  # interleaved: each round runs every configuration once
+    s=$(date +%s%N)
+    ${cmd[$c]} >/dev/null 2>&1
+    e=$(date +%s%N)
+    times[$c]+="$(( (e - s) / 1000000 )) "
+  done
+done
+median() { tr ' ' '\n' | grep -v '^$' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+base=$(echo "${times[plain]}" | median)
+printf '%-12s %10s %8s\n' config "median ms" ratio
+for c in "${order[@]}"; do
+  m=$(echo "${times[$c]}" | median)
+  printf '%-12s %10s %7.2fx\n' "$c" "$m" "$(echo "$m / $base" | bc -l)"
+done
