@@ -54,17 +54,7 @@ std::string ExecutableDir() {
 
 std::vector<std::string> ClientSearchDirs() {
     std::vector<std::string> dirs;
-    if (const char *env = std::getenv("MARTINI_CLIENT_PATH")) {
-        std::string s(env);
-        std::size_t start = 0;
-        while (start <= s.size()) {
-            const std::size_t end = s.find(':', start);
-            std::string dir = s.substr(start, end == std::string::npos ? std::string::npos : end - start);
-            if (!dir.empty()) dirs.push_back(dir);
-            if (end == std::string::npos) break;
-            start = end + 1;
-        }
-    }
+    if (const char *env = std::getenv("MARTINI_CLIENT_PATH")) dirs = martini::core::SplitSearchPath(env);
     const std::string exe = ExecutableDir();
     dirs.push_back(exe + "/../clients");             // build tree
     dirs.push_back(exe + "/../lib/martini/clients");  // installed

@@ -42,6 +42,19 @@ static bool IsRegularFile(const std::string &path) {
     return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
+std::vector<std::string> SplitSearchPath(std::string_view list) {
+    std::vector<std::string> dirs;
+    std::size_t start = 0;
+    while (start <= list.size()) {
+        const std::size_t end = list.find(':', start);
+        const std::string_view dir = list.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+        if (!dir.empty()) dirs.emplace_back(dir);
+        if (end == std::string_view::npos) break;
+        start = end + 1;
+    }
+    return dirs;
+}
+
 std::string ResolveClientPath(ClientSpec &spec, const std::vector<std::string> &searchDirs) {
     const bool looksLikePath = spec.name.find('/') != std::string::npos ||
                                (spec.name.size() > 3 &&

@@ -79,3 +79,15 @@ TEST(ClientSpec, BundledNamesAreFoundInTheSearchDirectories) {
 
 }  // namespace
 }  // namespace martini::core
+
+namespace martini::core {
+namespace {
+
+TEST(ClientSpec, SearchPathIsSplitAtColonsWithEmptyEntriesLeftOut) {
+    EXPECT_EQ(SplitSearchPath("/a:/b/c::/d:"), (std::vector<std::string>{"/a", "/b/c", "/d"}));
+    EXPECT_TRUE(SplitSearchPath("").empty());
+    EXPECT_EQ(SplitSearchPath("rel"), (std::vector<std::string>{"rel"}));
+}
+
+}  // namespace
+}  // namespace martini::core

@@ -53,22 +53,9 @@ EMethodAccessType AccessOf(std::uint32_t flags) {
 // Bundled clients: $MARTINI_CLIENT_PATH, then next to this library (build tree:
 // providers/interp/ -> clients/; installed: lib/ -> lib/martini/clients).
 std::vector<std::string> SearchDirs(const char *configured) {
+    if (configured != nullptr) return core::SplitSearchPath(configured);
     std::vector<std::string> dirs;
-    auto split = [&dirs](const std::string &s) {
-        std::size_t start = 0;
-        while (start <= s.size()) {
-            const std::size_t end = s.find(':', start);
-            std::string dir = s.substr(start, end == std::string::npos ? std::string::npos : end - start);
-            if (!dir.empty()) dirs.push_back(dir);
-            if (end == std::string::npos) break;
-            start = end + 1;
-        }
-    };
-    if (configured != nullptr) {
-        split(configured);
-        return dirs;
-    }
-    if (const char *env = std::getenv("MARTINI_CLIENT_PATH")) split(env);
+    if (const char *env = std::getenv("MARTINI_CLIENT_PATH")) dirs = core::SplitSearchPath(env);
     Dl_info info{};
     if (dladdr(reinterpret_cast<void *>(&SearchDirs), &info) != 0 && info.dli_fname != nullptr) {
         std::string lib(info.dli_fname);
@@ -267,35 +254,24 @@ void InterpProvider::Publish(martini_method_id id, const MethodRecord *m) {
 
 // ---- Calls ------------------------------------------------------------------------
 
-void InterpProvider::RaiseEnter(const ThreadRecord &t, const MethodRecord &m) {
-    SMethodEnterEventData d;
-    Put(d, enterWanted_, DR_METHOD_ID, d.methodId, m.id);
-    Put(d, enterWanted_, DR_THREAD_ID, d.threadId, t.id);
+template <class Observer>
+void InterpProvider::RaiseCall(const ThreadRecord &t, const MethodRecord &m, BitSet wanted) {
+    typename Observer::TEventData d;
+    Put(d, wanted, DR_METHOD_ID, d.methodId, m.id);
+    Put(d, wanted, DR_THREAD_ID, d.threadId, t.id);
     // Clocks are read only when asked for (Put's value would be computed regardless).
-    if (enterWanted_ & DR_CPU_TIMESTAMP) Put(d, enterWanted_, DR_CPU_TIMESTAMP, d.uiCpuTimestamp, core::Clock::NowNs());
-    if ((enterWanted_ & DR_THREAD_CPU_TIME) && !t.virtualThread) {
-        Put(d, enterWanted_, DR_THREAD_CPU_TIME, d.uiThreadCpuTime, ThreadCpuNs());
+    if (wanted & DR_CPU_TIMESTAMP) Put(d, wanted, DR_CPU_TIMESTAMP, d.uiCpuTimestamp, core::Clock::NowNs());
+    if ((wanted & DR_THREAD_CPU_TIME) && !t.virtualThread) {
+        Put(d, wanted, DR_THREAD_CPU_TIME, d.uiThreadCpuTime, ThreadCpuNs());
     }
-    core_->Raise<IMethodEnterEventObserver>(d, m.interest);
-}
-
-void InterpProvider::RaiseLeave(const ThreadRecord &t, const MethodRecord &m) {
-    SMethodLeaveEventData d;
-    Put(d, leaveWanted_, DR_METHOD_ID, d.methodId, m.id);
-    Put(d, leaveWanted_, DR_THREAD_ID, d.threadId, t.id);
-    // Clocks are read only when asked for (Put's value would be computed regardless).
-    if (leaveWanted_ & DR_CPU_TIMESTAMP) Put(d, leaveWanted_, DR_CPU_TIMESTAMP, d.uiCpuTimestamp, core::Clock::NowNs());
-    if ((leaveWanted_ & DR_THREAD_CPU_TIME) && !t.virtualThread) {
-        Put(d, leaveWanted_, DR_THREAD_CPU_TIME, d.uiThreadCpuTime, ThreadCpuNs());
-    }
-    core_->Raise<IMethodLeaveEventObserver>(d, m.interest);
+    core_->Raise<Observer>(d, m.interest);
 }
 
 void InterpProvider::PopTo(ThreadRecord &t, std::size_t size) {
     while (t.frames.size() > size) {
         const MethodRecord *m = t.frames.back().method;
         t.frames.pop_back();
-        if (m->interest != 0) RaiseLeave(t, *m);
+        if (m->interest != 0) RaiseCall<IMethodLeaveEventObserver>(t, *m, leaveWanted_);
     }
 }
 
@@ -314,7 +290,7 @@ martini_status InterpProvider::Enter(ThreadRecord &t, martini_method_id method, 
     // The innermost frame's own id again: that frame was replaced (a tail call).
     if (!t.frames.empty() && t.frames.back().stack == stack) PopTo(t, t.frames.size() - 1);
     t.frames.push_back({stack, m});
-    if (m->interest != 0) RaiseEnter(t, *m);
+    if (m->interest != 0) RaiseCall<IMethodEnterEventObserver>(t, *m, enterWanted_);
     return MARTINI_OK;
 }
 

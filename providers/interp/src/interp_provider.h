@@ -107,8 +107,8 @@ public:
 private:
     ThreadRecord *NewThread(std::string name, TId parent, bool virtualThread);  // under mutex_
     void AnnounceThread(const ThreadRecord &t);
-    void RaiseEnter(const ThreadRecord &t, const MethodRecord &m);
-    void RaiseLeave(const ThreadRecord &t, const MethodRecord &m);
+    template <class Observer>  // MethodEnter or MethodLeave
+    void RaiseCall(const ThreadRecord &t, const MethodRecord &m, BitSet wanted);
     void PopTo(ThreadRecord &t, std::size_t size);  // exits frames until `size` remain
     const ThreadRecord *Current() const noexcept;
     void SetCurrent(const ThreadRecord *t) noexcept;

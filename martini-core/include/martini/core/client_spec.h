@@ -30,4 +30,7 @@ std::string ParseClientList(std::string_view text, std::vector<ClientSpec> &out)
 // Returns "" on success, else a message naming the client and where it looked.
 std::string ResolveClientPath(ClientSpec &spec, const std::vector<std::string> &searchDirs);
 
+// The directories of a ':'-separated list ($MARTINI_CLIENT_PATH), empty entries left out.
+std::vector<std::string> SplitSearchPath(std::string_view list);
+
 }  // namespace martini::core
