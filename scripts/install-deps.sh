@@ -12,7 +12,7 @@ packages=(
   libbenchmark-dev libboost-dev        # benchmarks (Boost.Signals2 is the baseline)
   openjdk-17-jdk-headless              # JVM provider: JVMTI headers, javac/java for its tests
   libprotobuf-dev protobuf-compiler zlib1g-dev  # report library: pprof output
-  gcc liblua5.4-dev                    # interpreter C ABI: its C test and the Lua host (martini-lua)
+  gcc liblua5.4-dev lua5.4             # interpreter C ABI: the Lua host (martini-lua), and plain Lua for its benchmark
 )
 if [ "${1:-}" = "--test" ]; then
   packages+=(chromium golang-go)       # the HTML report's browser test; `go tool pprof`

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""martini-lua: a real interpreter (Lua 5.4) reporting through the interpreter C ABI.
+"""martini-lua and `martini run -- lua`: a real interpreter (Lua 5.4) reporting through
+the interpreter C ABI.
 The bundled program's known call counts, its calling contexts (pcall catching an error
 two frames down, tail calls, a coroutine as a virtual thread), the conformance kit on
 it, long tail-call loops and deep recursion, and each kind of bad input.
@@ -101,6 +102,18 @@ with open(os.path.join(work, "syntax.lua"), "w") as f:
     f.write("local x = = 1\n")
 r = run([martini_lua, "--client", "callcount", os.path.join(work, "syntax.lua")], expect=1)
 check("syntax error named with file and line", r.returncode == 1 and "syntax.lua:1:" in r.stderr, r.stderr)
+
+# The same through `martini run`, as for java: lua need not be installed.
+out2 = os.path.join(work, "run-out")
+r = run([martini, "run", "--client", "cgprof=top=5", "--output", out2, "--", "lua", program, "extra-arg"])
+log = r.stdout + r.stderr
+check("martini run -- lua: exit status 0", r.returncode == 0, log)
+check("martini run -- lua: the program ran under martini-lua",
+      "inventory: 120 orders, 15 out of stock" in r.stdout and "martini-lua with cgprof" in r.stderr, log)
+check("martini run -- lua: outputs listed",
+      f"outputs in {out2}" in r.stderr and "cgprof.json" in r.stderr and "cgprof.html" in r.stderr, log)
+r = run([martini, "run", "--", "lua", "-e", "print(1)"], expect=1)
+check("martini run -- lua -e: refused, naming why", r.returncode == 1 and "lua's own options" in r.stderr, r.stderr)
 
 shutil.rmtree(work, ignore_errors=True)
 check.finish()

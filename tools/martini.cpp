@@ -51,9 +51,11 @@ const char kUsage[] =
 
 const char kRunUsage[] =
     "usage: martini run [--client NAME[=OPTIONS]]... [--output DIR] -- java ARGS...\n"
+    "       martini run [--client NAME[=OPTIONS]]... [--output DIR] -- lua SCRIPT ARGS...\n"
     "\n"
-    "Runs the program under the JVMTI agent with the given profiler clients and says\n"
-    "where their outputs went.\n"
+    "Runs the program with the given profiler clients and says where their outputs\n"
+    "went: java under the JVMTI agent, a Lua 5.4 script under martini-lua (the Lua host\n"
+    "of the interpreter C ABI).\n"
     "\n"
     "  --client SPEC   a bundled client's name (cgprof, callcount) or a client library's\n"
     "                  path, optionally with =OPTIONS (`--client cgprof=help` lists\n"
@@ -155,6 +157,84 @@ std::string Join(const std::vector<std::string> &items, const char *sep) {
     return out;
 }
 
+// Starts the program (args[0] is what it is called), waits for it with Ctrl-C going to
+// it alone, lists the files the clients wrote to outDir, and returns its exit status.
+int Launch(const std::string &programPath, std::vector<std::string> args,
+           const std::vector<martini::core::ClientSpec> &specs, const std::string &outDir) {
+    std::vector<char *> cargs;
+    for (auto &a : args) cargs.push_back(a.data());
+    cargs.push_back(nullptr);
+
+    std::fprintf(stderr, "martini: running %s with %s\n", programPath.c_str(),
+                 Join([&] {
+                     std::vector<std::string> names;
+                     for (const auto &s : specs) names.push_back(s.name);
+                     return names;
+                 }(), ", ").c_str());
+    std::fflush(stderr);
+    const auto started = fs::file_time_type::clock::now() - std::chrono::seconds(1);
+    const pid_t child = ::fork();
+    if (child < 0) {
+        return Fail(std::string("run: fork failed: ") + std::strerror(errno));
+    }
+    if (child == 0) {
+        ::execv(programPath.c_str(), cargs.data());
+        std::fprintf(stderr, "martini: run: cannot start '%s': %s\n", programPath.c_str(), std::strerror(errno));
+        ::_exit(127);
+    }
+    // Ctrl-C reaches the program (same process group); we wait and then report.
+    ::signal(SIGINT, SIG_IGN);
+    ::signal(SIGQUIT, SIG_IGN);
+    int status = 0;
+    while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    }
+    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+
+    std::vector<std::pair<std::string, std::uintmax_t>> outputs;
+    std::error_code ec;
+    for (const auto &entry : fs::directory_iterator(outDir, ec)) {
+        if (entry.is_regular_file() && entry.last_write_time() >= started) {
+            outputs.emplace_back(entry.path().string(), entry.file_size());
+        }
+    }
+    std::sort(outputs.begin(), outputs.end());
+    if (outputs.empty()) {
+        std::fprintf(stderr, "martini: no output files were written to %s\n", outDir.c_str());
+    } else {
+        std::fprintf(stderr, "martini: outputs in %s:\n", outDir.c_str());
+        for (const auto &[path, size] : outputs) {
+            std::fprintf(stderr, "  %-40s %10ju bytes\n", fs::path(path).filename().c_str(), size);
+        }
+    }
+    if (code != 0) std::fprintf(stderr, "martini: the program exited with status %d\n", code);
+    return code;
+}
+
+// martini-lua, the Lua host of the interpreter C ABI: next to this program (installed)
+// or in the build tree.
+std::string FindLuaHost(std::vector<std::string> &looked) {
+    const std::string exe = ExecutableDir();
+    for (const std::string &candidate : {exe + "/martini-lua", exe + "/../providers/interp/martini-lua"}) {
+        looked.push_back(candidate);
+        if (::access(candidate.c_str(), X_OK) == 0) return fs::weakly_canonical(candidate).string();
+    }
+    return "";
+}
+
+// A client for martini-lua's --client: path=options, with ';' and '\' escaped.
+std::string ClientArgument(const martini::core::ClientSpec &s) {
+    std::string out = s.path;
+    if (s.options.empty()) return out;
+    out += '=';
+    for (char c : s.options) {
+        if (c == ';' || c == '\\') out += '\\';
+        out += c;
+    }
+    return out;
+}
+
+bool IsLua(const std::string &base) { return base == "lua" || base == "lua5.4" || base == "lua54"; }
+
 int Run(int argc, char **argv) {
     std::vector<martini::core::ClientSpec> specs;
     std::string output = "martini-out";
@@ -189,11 +269,16 @@ int Run(int argc, char **argv) {
         return 1;
     }
     std::vector<std::string> program(argv + i, argv + argc);
-    const std::string programPath = FindProgram(program[0]);
+    // A Lua script runs under martini-lua in place of lua, which need not be installed.
+    const bool lua = IsLua(fs::path(program[0]).filename().string());
+    const std::string programPath = lua ? program[0] : FindProgram(program[0]);
     if (programPath.empty()) return Fail("run: program not found: '" + program[0] + "' (not an executable file, nor in $PATH)");
     const std::string base = fs::path(programPath).filename().string();
-    if (base == "mono") return Fail("run: this Martini has no Mono provider yet; it profiles java programs");
-    if (base != "java") return Fail("run: cannot profile '" + program[0] + "': martini run starts java programs (java ARGS...)");
+    if (base == "mono") return Fail("run: this Martini has no Mono provider yet; it profiles java and lua programs");
+    if (base != "java" && !IsLua(base)) {
+        return Fail("run: cannot profile '" + program[0] +
+                    "': martini run starts java programs (java ARGS...) and Lua scripts (lua SCRIPT ARGS...)");
+    }
     if (specs.empty()) specs.push_back({"cgprof", "", ""});
 
     // Everything is checked before the program starts.
@@ -203,12 +288,33 @@ int Run(int argc, char **argv) {
         spec.path = fs::weakly_canonical(spec.path).string();
     }
     std::vector<std::string> looked;
-    const std::string agent = FindAgent(looked);
-    if (agent.empty()) return Fail("run: the JVMTI agent libmartini-jvmti.so was not found (looked at " + Join(looked, ", ") + ")");
+    const std::string runtime = IsLua(base) ? FindLuaHost(looked) : FindAgent(looked);
+    if (runtime.empty()) {
+        return Fail(std::string("run: ") + (IsLua(base) ? "martini-lua" : "the JVMTI agent libmartini-jvmti.so") +
+                    " was not found (looked at " + Join(looked, ", ") + ")");
+    }
+    if (IsLua(base) && (program.size() < 2 || program[1].empty() || program[1][0] == '-')) {
+        return Fail("run: give the Lua script to profile (lua SCRIPT ARGS...); lua's own options are not supported");
+    }
     std::error_code ec;
     fs::create_directories(output, ec);
     if (ec) return Fail("run: cannot create the output directory '" + output + "': " + ec.message());
     const std::string outDir = fs::weakly_canonical(fs::absolute(output)).string();
+
+    if (IsLua(base)) {
+        // martini-lua is Lua with the interpreter C ABI built in: it replaces lua.
+        std::vector<std::string> args{runtime};
+        for (const auto &s : specs) {
+            args.push_back("--client");
+            args.push_back(ClientArgument(s));
+        }
+        args.push_back("--output");
+        args.push_back(outDir);
+        args.push_back("--");
+        args.insert(args.end(), program.begin() + 1, program.end());
+        return Launch(runtime, args, specs, outDir);
+    }
+    const std::string &agent = runtime;
 
     // The agent's configuration: clients by resolved path, and the output directory.
     nlohmann::json config;
@@ -230,53 +336,8 @@ int Run(int argc, char **argv) {
     args.push_back(program[0]);
     args.push_back("-agentpath:" + agent + "=@" + configPath);
     args.insert(args.end(), program.begin() + 1, program.end());
-    std::vector<char *> cargs;
-    for (auto &a : args) cargs.push_back(a.data());
-    cargs.push_back(nullptr);
-
-    std::fprintf(stderr, "martini: running %s with %s\n", programPath.c_str(),
-                 Join([&] {
-                     std::vector<std::string> names;
-                     for (const auto &s : specs) names.push_back(s.name);
-                     return names;
-                 }(), ", ").c_str());
-    std::fflush(stderr);
-    const auto started = fs::file_time_type::clock::now() - std::chrono::seconds(1);
-    const pid_t child = ::fork();
-    if (child < 0) {
-        ::unlink(configPath);
-        return Fail(std::string("run: fork failed: ") + std::strerror(errno));
-    }
-    if (child == 0) {
-        ::execv(programPath.c_str(), cargs.data());
-        std::fprintf(stderr, "martini: run: cannot start '%s': %s\n", programPath.c_str(), std::strerror(errno));
-        ::_exit(127);
-    }
-    // Ctrl-C reaches the program (same process group); we wait and then report.
-    ::signal(SIGINT, SIG_IGN);
-    ::signal(SIGQUIT, SIG_IGN);
-    int status = 0;
-    while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
-    }
+    const int code = Launch(programPath, args, specs, outDir);
     ::unlink(configPath);
-    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-
-    std::vector<std::pair<std::string, std::uintmax_t>> outputs;
-    for (const auto &entry : fs::directory_iterator(outDir, ec)) {
-        if (entry.is_regular_file() && entry.last_write_time() >= started) {
-            outputs.emplace_back(entry.path().string(), entry.file_size());
-        }
-    }
-    std::sort(outputs.begin(), outputs.end());
-    if (outputs.empty()) {
-        std::fprintf(stderr, "martini: no output files were written to %s\n", outDir.c_str());
-    } else {
-        std::fprintf(stderr, "martini: outputs in %s:\n", outDir.c_str());
-        for (const auto &[path, size] : outputs) {
-            std::fprintf(stderr, "  %-40s %10ju bytes\n", fs::path(path).filename().c_str(), size);
-        }
-    }
-    if (code != 0) std::fprintf(stderr, "martini: the program exited with status %d\n", code);
     return code;
 }
 
