@@ -187,9 +187,11 @@ martini_status InterpProvider::RegisterMethod(martini_method_id id, const martin
         newClass = true;
     }
     m.classId = cls->second;
-    ClassRecord &c = classes_[m.classId - 1];
-    c.methods.push_back(id);
-    if (c.sourceFile.empty()) c.sourceFile = m.sourceFile;
+    ClassRecord &record = classes_[m.classId - 1];
+    record.methods.push_back(id);
+    if (record.sourceFile.empty()) record.sourceFile = m.sourceFile;
+    // Copies: other threads may register methods of the class once the lock is gone.
+    const ClassRecord c{record.name, record.sourceFile, {}};
     lock.unlock();
 
     // Events and filters outside the lock: handlers may make data requests.

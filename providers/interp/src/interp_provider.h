@@ -126,7 +126,7 @@ private:
     mutable std::mutex mutex_;
     std::deque<MethodRecord> methodStore_;
     std::unordered_map<martini_method_id, MethodRecord *> registered_;  // from registration on
-    std::vector<ClassRecord> classes_;  // class id = index + 1
+    std::deque<ClassRecord> classes_;  // class id = index + 1; references stay valid
     std::unordered_map<std::string, TId> classByName_;
     std::deque<ThreadRecord> threadStore_;
     std::vector<ThreadRecord *> threadsById_;  // thread id = index + 1

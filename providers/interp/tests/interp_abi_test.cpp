@@ -176,6 +176,40 @@ TEST(InterpAbi, OsThreadsAreAnnouncedOnFirstUseOrByName) {
                      "tstart 3 thread-3 0", "enter 1 3", "leave 1 3"}));
 }
 
+TEST(InterpAbi, ThreadsRegisterAndCallAtTheSameTime) {
+    InterpRun r;
+    ASSERT_EQ(r.status, MARTINI_OK) << martini_last_error();
+    constexpr int kThreads = 4, kMethods = 200;
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+        threads.emplace_back([&r, t] {
+            for (int i = 0; i < kMethods; ++i) {
+                const martini_method_id id = 1 + t * kMethods + i;
+                const std::string name = "m" + std::to_string(id);
+                // Every thread adds methods to one shared class and to a class of its own.
+                ASSERT_EQ(r.Method(id, name.c_str(), i % 2 ? "shared" : ("own" + std::to_string(t)).c_str()), MARTINI_OK)
+                    << martini_last_error();
+                ASSERT_EQ(martini_enter(r.interp, id, 1), MARTINI_OK);
+                ASSERT_EQ(martini_exit(r.interp, MARTINI_STACK_BASE), MARTINI_OK);
+            }
+        });
+    }
+    for (auto &t : threads) t.join();
+    int methods = 0, classes = 0, enters = 0, leaves = 0, starts = 0;
+    for (const std::string &l : r.Lines()) {
+        methods += l.rfind("method ", 0) == 0;
+        classes += l.rfind("class ", 0) == 0;
+        enters += l.rfind("enter ", 0) == 0;
+        leaves += l.rfind("leave ", 0) == 0;
+        starts += l.rfind("tstart ", 0) == 0;
+    }
+    EXPECT_EQ(methods, kThreads * kMethods);
+    EXPECT_EQ(classes, kThreads + 1);
+    EXPECT_EQ(enters, kThreads * kMethods);
+    EXPECT_EQ(leaves, kThreads * kMethods);
+    EXPECT_EQ(starts, kThreads + 1);
+}
+
 TEST(InterpAbi, GeneratedCodeIsReportedWithItsSize) {
     InterpRun r;
     ASSERT_EQ(r.status, MARTINI_OK) << martini_last_error();

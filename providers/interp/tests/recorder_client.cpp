@@ -10,6 +10,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -21,8 +22,12 @@ IMpi *gMpi;
 TId gId;
 std::string gOut, gSkip;
 std::vector<std::string> gLines;
+std::mutex gLinesMutex;  // handlers run on every thread that raises events
 
-void Line(std::string s) { gLines.push_back(std::move(s)); }
+void Line(std::string s) {
+    std::lock_guard lock(gLinesMutex);
+    gLines.push_back(std::move(s));
+}
 std::string N(TId id) { return std::to_string(id); }
 
 struct Skip : ICallGraphFilter {
@@ -35,6 +40,7 @@ struct Init : IVmInitEventObserver {
 struct Shutdown : IVmShutdownEventObserver {
     void HandleEvent() override {
         Line("shutdown");
+        std::lock_guard lock(gLinesMutex);
         if (FILE *f = std::fopen(gOut.c_str(), "w")) {
             for (const auto &l : gLines) std::fprintf(f, "%s\n", l.c_str());
             std::fclose(f);
