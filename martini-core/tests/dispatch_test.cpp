@@ -373,5 +373,25 @@ TEST(Dispatch, GroupToggledWhileOtherThreadsRaiseLosesNothingElse) {
     EXPECT_LE(toggled.count.load(), unsigned(kEvents));
 }
 
+// The providers fill event data through core::Put: an item nobody asked for is left
+// out, and a value passed as a callable (a clock read) is not even computed.
+TEST(ProviderSpi, PutFillsOnlyWantedItemsAndComputesOnlyThem) {
+    SMethodEnterEventData d;
+    int clockReads = 0;
+    auto clock = [&clockReads] {
+        ++clockReads;
+        return std::uint64_t{42};
+    };
+    core::Put(d, DR_METHOD_ID, DR_CPU_TIMESTAMP, d.uiCpuTimestamp, clock);
+    EXPECT_EQ(clockReads, 0);
+    EXPECT_EQ(d.validData, DR_NONE);
+    core::Put(d, DR_METHOD_ID, DR_METHOD_ID, d.methodId, TId{7});
+    core::Put(d, DR_METHOD_ID | DR_CPU_TIMESTAMP, DR_CPU_TIMESTAMP, d.uiCpuTimestamp, clock);
+    EXPECT_EQ(clockReads, 1);
+    EXPECT_EQ(d.methodId, 7u);
+    EXPECT_EQ(d.uiCpuTimestamp, 42u);
+    EXPECT_EQ(d.validData, DR_METHOD_ID | DR_CPU_TIMESTAMP);
+}
+
 }  // namespace
 }  // namespace martini::test

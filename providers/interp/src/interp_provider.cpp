@@ -13,6 +13,7 @@
 namespace martini::interp {
 
 using namespace Martini::MPI;
+using core::Put;
 
 namespace {
 
@@ -29,14 +30,6 @@ struct OsThreadSlot {
 // initial-exec: an access is the thread pointer plus an offset, not a __tls_get_addr
 // call (the library is small enough for the static TLS surplus even when dlopened).
 thread_local OsThreadSlot tOsThread __attribute__((tls_model("initial-exec")));
-
-// Sets `field` and marks `item` valid when some observer asked for it.
-template <class Data, class T, class V>
-void Put(Data &d, BitSet wanted, BitSet item, T &field, const V &value) {
-    if ((wanted & item) == 0) return;
-    field = value;
-    d.validData |= item;
-}
 
 std::uint64_t ThreadCpuNs() {
     timespec ts;
@@ -261,11 +254,8 @@ void InterpProvider::RaiseCall(const ThreadRecord &t, const MethodRecord &m, Bit
     typename Observer::TEventData d;
     Put(d, wanted, DR_METHOD_ID, d.methodId, m.id);
     Put(d, wanted, DR_THREAD_ID, d.threadId, t.id);
-    // Clocks are read only when asked for (Put's value would be computed regardless).
-    if (wanted & DR_CPU_TIMESTAMP) Put(d, wanted, DR_CPU_TIMESTAMP, d.uiCpuTimestamp, core::Clock::NowNs());
-    if ((wanted & DR_THREAD_CPU_TIME) && !t.virtualThread) {
-        Put(d, wanted, DR_THREAD_CPU_TIME, d.uiThreadCpuTime, ThreadCpuNs());
-    }
+    Put(d, wanted, DR_CPU_TIMESTAMP, d.uiCpuTimestamp, &core::Clock::NowNs);
+    if (!t.virtualThread) Put(d, wanted, DR_THREAD_CPU_TIME, d.uiThreadCpuTime, &ThreadCpuNs);
     core_->Raise<Observer>(d, m.interest);
 }
 
@@ -333,7 +323,7 @@ void InterpProvider::AnnounceThread(const ThreadRecord &t) {
     Put(d, w, DR_THREAD_ID, d.threadId, t.id);
     Put(d, w, DR_THREAD_NAME, d.szThreadName, t.name.c_str());
     if (t.parent != 0) Put(d, w, DR_THREAD_PARENT_ID, d.parentThreadId, t.parent);
-    Put(d, w, DR_CPU_TIMESTAMP, d.uiCpuTimestamp, core::Clock::NowNs());
+    Put(d, w, DR_CPU_TIMESTAMP, d.uiCpuTimestamp, &core::Clock::NowNs);
     const ThreadRecord *saved = Current();
     SetCurrent(&t);
     core_->Raise<IThreadStartEventObserver>(d);
@@ -406,7 +396,7 @@ martini_status InterpProvider::EndThread(ThreadRecord &t) {
         SThreadEndEventData d;
         const BitSet w = core_->RequestedData(EV_THREAD_END);
         Put(d, w, DR_THREAD_ID, d.threadId, t.id);
-        Put(d, w, DR_CPU_TIMESTAMP, d.uiCpuTimestamp, core::Clock::NowNs());
+        Put(d, w, DR_CPU_TIMESTAMP, d.uiCpuTimestamp, &core::Clock::NowNs);
         core_->Raise<IThreadEndEventObserver>(d);
     }
     if (Current() == &t) SetCurrent(nullptr);

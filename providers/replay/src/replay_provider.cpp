@@ -9,6 +9,7 @@ namespace martini::replay {
 
 using namespace Martini::MPI;
 using json = nlohmann::json;
+using core::Put;
 
 TEventType EventFromName(const std::string &name) {
 #define MARTINI_X_NAME(Name, Const, Group, Items, Shape) \
@@ -92,14 +93,6 @@ EThreadInteractionType InteractionFromName(const std::string &s) {
     }
     throw TraceError("field \"type\" must be notify, notify_all, start, join, sleep or interrupt, not \"" +
                      s + "\"");
-}
-
-// Sets `field` and marks `item` valid when the consumers asked for it.
-template <class Data, class T, class V>
-void Put(Data &d, BitSet wanted, BitSet item, T &field, const V &value) {
-    if ((wanted & item) == 0) return;
-    field = value;
-    d.validData |= item;
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace martini::core {
@@ -37,6 +38,22 @@ struct RuntimeDescription {
     std::string name;     // "OpenJDK 64-Bit Server VM"
     std::string version;  // the runtime's own version string
 };
+
+// Filling an event's data: sets `field` and marks `item` in d.validData when `wanted`
+// (Core::RequestedData(event)) has it, and does nothing otherwise. A value that costs
+// something to compute (a clock read, a name lookup) is passed as a callable, which is
+// called only when the item is wanted:
+//   Put(d, wanted, DR_CPU_TIMESTAMP, d.uiCpuTimestamp, [] { return Clock::NowNs(); });
+template <class Data, class T, class V>
+void Put(Data &d, BitSet wanted, BitSet item, T &field, V &&value) {
+    if ((wanted & item) == 0) return;
+    if constexpr (std::is_invocable_v<V>) {
+        field = value();
+    } else {
+        field = value;
+    }
+    d.validData |= item;
+}
 
 // Answers to data requests. The provider fills the items of `requested` it can and
 // sets `given` to those it filled; the core copies them into the client's buffers and
