@@ -67,10 +67,28 @@ martini_status CheckLive(martini_interp *interp, std::string &why) {
     return MARTINI_OK;
 }
 
-martini_status CheckLines(const martini_line *lines, size_t count, std::string &why) {
+// A line table from the caller: present when counted, offsets strictly increasing and,
+// for generated code, inside it (codeSize 0: no bound).
+martini_status ReadLineTable(const martini_line *lines, size_t count, std::uint64_t codeSize,
+                             std::vector<Martini::MPI::SLineNumberTableEntry> &out, std::string &why) {
     if (count != 0 && lines == nullptr) {
         why = "line_count is " + std::to_string(count) + " but lines is NULL";
         return MARTINI_E_NULL;
+    }
+    out.reserve(count);
+    for (size_t i = 0; i < count; ++i) {
+        if (i > 0 && lines[i].offset <= lines[i - 1].offset) {
+            why = "line table row " + std::to_string(i) + " (offset " + std::to_string(lines[i].offset) +
+                  ") is not after row " + std::to_string(i - 1) + " (offset " + std::to_string(lines[i - 1].offset) +
+                  "): rows must be sorted by offset";
+            return MARTINI_E_ARGUMENT;
+        }
+        if (codeSize != 0 && lines[i].offset >= codeSize) {
+            why = "line table row " + std::to_string(i) + " has offset " + std::to_string(lines[i].offset) +
+                  ", past the code's size " + std::to_string(codeSize);
+            return MARTINI_E_ARGUMENT;
+        }
+        out.push_back({lines[i].offset, lines[i].line});
     }
     return MARTINI_OK;
 }
@@ -178,8 +196,9 @@ martini_status martini_method_register(martini_interp *interp, martini_method_id
             why = "method " + std::to_string(method) + " has an empty name";
             return MARTINI_E_ARGUMENT;
         }
-        if (martini_status s = CheckLines(info->lines, info->line_count, why); s != MARTINI_OK) return s;
-        return interp->provider.RegisterMethod(method, *info, why);
+        std::vector<Martini::MPI::SLineNumberTableEntry> lines;
+        if (martini_status s = ReadLineTable(info->lines, info->line_count, 0, lines, why); s != MARTINI_OK) return s;
+        return interp->provider.RegisterMethod(method, *info, std::move(lines), why);
     });
 }
 
@@ -289,21 +308,8 @@ martini_status martini_code_load(martini_interp *interp, martini_method_id metho
             why = "code of method " + std::to_string(method) + " has size 0";
             return MARTINI_E_ARGUMENT;
         }
-        if (martini_status s = CheckLines(lines, line_count, why); s != MARTINI_OK) return s;
         std::vector<Martini::MPI::SLineNumberTableEntry> table;
-        for (size_t i = 0; i < line_count; ++i) {
-            if (i > 0 && lines[i].offset <= lines[i - 1].offset) {
-                why = "line table row " + std::to_string(i) + " is not after row " + std::to_string(i - 1) +
-                      ": rows must be sorted by offset";
-                return MARTINI_E_ARGUMENT;
-            }
-            if (lines[i].offset >= size) {
-                why = "line table row " + std::to_string(i) + " has offset " + std::to_string(lines[i].offset) +
-                      ", past the code's size " + std::to_string(size);
-                return MARTINI_E_ARGUMENT;
-            }
-            table.push_back({lines[i].offset, lines[i].line});
-        }
+        if (martini_status s = ReadLineTable(lines, line_count, size, table, why); s != MARTINI_OK) return s;
         return interp->provider.LoadCode(method, reinterpret_cast<std::uintptr_t>(address), size,
                                          std::move(table), why);
     });

@@ -140,20 +140,9 @@ void InterpProvider::SetCurrent(const ThreadRecord *t) noexcept {
 // ---- Methods ----------------------------------------------------------------------
 
 martini_status InterpProvider::RegisterMethod(martini_method_id id, const martini_method_info &info,
-                                              std::string &error) {
+                                              std::vector<SLineNumberTableEntry> lines, std::string &error) {
     const std::string className =
         info.class_name != nullptr && info.class_name[0] != '\0' ? info.class_name : "(global)";
-    std::vector<SLineNumberTableEntry> lines;
-    lines.reserve(info.line_count);
-    for (std::size_t i = 0; i < info.line_count; ++i) {
-        if (i > 0 && info.lines[i].offset <= info.lines[i - 1].offset) {
-            error = "line table row " + std::to_string(i) + " (offset " + std::to_string(info.lines[i].offset) +
-                    ") is not after row " + std::to_string(i - 1) + " (offset " +
-                    std::to_string(info.lines[i - 1].offset) + "): rows must be sorted by offset";
-            return MARTINI_E_ARGUMENT;
-        }
-        lines.push_back({info.lines[i].offset, info.lines[i].line});
-    }
 
     std::unique_lock lock(mutex_);
     if (auto found = registered_.find(id); found != registered_.end()) {

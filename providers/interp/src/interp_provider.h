@@ -75,7 +75,8 @@ public:
     bool Live() const noexcept { return live_.load(std::memory_order_acquire); }
 
     // Each returns MARTINI_OK or sets the error text (the C layer prefixes the function).
-    martini_status RegisterMethod(martini_method_id id, const martini_method_info &info, std::string &error);
+    martini_status RegisterMethod(martini_method_id id, const martini_method_info &info,
+                                  std::vector<Martini::MPI::SLineNumberTableEntry> lines, std::string &error);
     const MethodRecord *FindMethod(martini_method_id id) const;
 
     martini_status Enter(ThreadRecord &t, martini_method_id method, martini_stack_id stack, std::string &error);
