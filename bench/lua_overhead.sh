@@ -3,7 +3,10 @@
 # prints each configuration's median wall time and its ratio to plain Lua.
 #   bash bench/lua_overhead.sh BUILD_DIR [RUNS]
 # Configurations: plain lua5.4; martini-lua with a client that wants no calls
-# (callcount with a filter matching nothing); callcount; cgprof (counts and time).
+# (callcount with a filter matching nothing); callcount; the same calls inside a
+# coroutine (a virtual thread: martini_enter_vt/exit_vt); cgprof (counts and time).
+# OTHER_HOST=/path/to/another/martini-lua adds its callcount configurations, to compare
+# two builds side by side in one run.
 set -euo pipefail
 build=${1:?usage: lua_overhead.sh BUILD_DIR [RUNS]}
 runs=${2:-5}
@@ -17,9 +20,16 @@ declare -A cmd=(
   [plain]="$lua $script"
   [none-wanted]="$host --client callcount=include=nothing.,out=$out/cc0 $script"
   [callcount]="$host --client callcount=out=$out/cc $script"
+  [callcount-coroutine]="$host --client callcount=out=$out/cc $script 32 coroutine"
   [cgprof]="$host --client cgprof --output $out/cg $script"
 )
-order=(plain none-wanted callcount cgprof)
+order=(plain none-wanted callcount callcount-coroutine cgprof)
+if [ -n "${OTHER_HOST:-}" ]; then
+  cc=$build/clients/callcount/libcallcount.so
+  cmd[other:callcount]="$OTHER_HOST --client $cc=out=$out/cc $script"
+  cmd[other:callcount-coroutine]="$OTHER_HOST --client $cc=out=$out/cc $script 32 coroutine"
+  order+=(other:callcount other:callcount-coroutine)
+fi
 declare -A times
 for ((i = 0; i < runs; i++)); do
   for c in "${order[@]}"; do  # interleaved: each round runs every configuration once
@@ -31,8 +41,8 @@ for ((i = 0; i < runs; i++)); do
 done
 median() { tr ' ' '\n' | grep -v '^$' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 base=$(echo "${times[plain]}" | median)
-printf '%-12s %10s %8s\n' config "median ms" ratio
+printf '%-26s %10s %8s\n' config "median ms" ratio
 for c in "${order[@]}"; do
   m=$(echo "${times[$c]}" | median)
-  printf '%-12s %10s %7.2fx\n' "$c" "$m" "$(echo "$m / $base" | bc -l)"
+  printf '%-26s %10s %7.2fx\n' "$c" "$m" "$(echo "$m / $base" | bc -l)"
 done

@@ -108,6 +108,17 @@ ThreadRecord *VirtualThread(martini_interp *interp, martini_vthread handle, std:
     return t;
 }
 
+// The checks every _vt function shares (live, handle not 0, started), then body(thread).
+template <class Body>
+martini_status OnVirtualThread(const char *function, martini_interp *interp, martini_vthread handle, Body &&body) {
+    return Guarded(function, [&](std::string &why) {
+        if (martini_status s = CheckLive(interp, why); s != MARTINI_OK) return s;
+        martini_status s = MARTINI_OK;
+        ThreadRecord *t = VirtualThread(interp, handle, why, s);
+        return t == nullptr ? s : body(*t, why);
+    });
+}
+
 }  // namespace
 
 extern "C" {
@@ -224,20 +235,14 @@ martini_status martini_exit(martini_interp *interp, martini_stack_id returned_to
 
 martini_status martini_enter_vt(martini_interp *interp, martini_vthread thread, martini_method_id method,
                                 martini_stack_id stack) {
-    return Guarded("martini_enter_vt", [&](std::string &why) {
-        if (martini_status s = CheckLive(interp, why); s != MARTINI_OK) return s;
-        martini_status s = MARTINI_OK;
-        ThreadRecord *t = VirtualThread(interp, thread, why, s);
-        return t == nullptr ? s : interp->provider.Enter(*t, method, stack, why);
+    return OnVirtualThread("martini_enter_vt", interp, thread, [&](ThreadRecord &t, std::string &why) {
+        return interp->provider.Enter(t, method, stack, why);
     });
 }
 
 martini_status martini_exit_vt(martini_interp *interp, martini_vthread thread, martini_stack_id returned_to) {
-    return Guarded("martini_exit_vt", [&](std::string &why) {
-        if (martini_status s = CheckLive(interp, why); s != MARTINI_OK) return s;
-        martini_status s = MARTINI_OK;
-        ThreadRecord *t = VirtualThread(interp, thread, why, s);
-        return t == nullptr ? s : interp->provider.Exit(*t, returned_to, why);
+    return OnVirtualThread("martini_exit_vt", interp, thread, [&](ThreadRecord &t, std::string &why) {
+        return interp->provider.Exit(t, returned_to, why);
     });
 }
 
@@ -270,11 +275,8 @@ martini_status martini_thread_start_vt(martini_interp *interp, martini_vthread t
 }
 
 martini_status martini_thread_end_vt(martini_interp *interp, martini_vthread thread) {
-    return Guarded("martini_thread_end_vt", [&](std::string &why) {
-        if (martini_status s = CheckLive(interp, why); s != MARTINI_OK) return s;
-        martini_status s = MARTINI_OK;
-        ThreadRecord *t = VirtualThread(interp, thread, why, s);
-        return t == nullptr ? s : interp->provider.EndThread(*t);
+    return OnVirtualThread("martini_thread_end_vt", interp, thread, [&](ThreadRecord &t, std::string &) {
+        return interp->provider.EndThread(t);
     });
 }
 

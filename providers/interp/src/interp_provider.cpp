@@ -21,11 +21,14 @@ namespace {
 // may be made where an old one was freed):
 //   os:      the OS thread's own record (martini_enter without _vt);
 //   current: the thread whose event is being raised here, what GetCurrentThreadId
-//            answers inside a handler, and whose stack a data request may read.
+//            answers inside a handler, and whose stack a data request may read;
+//   lastHandle, lastVirtual: the virtual thread this OS thread looked up last.
 struct OsThreadSlot {
     std::uint64_t generation = 0;
     ThreadRecord *os = nullptr;
     const ThreadRecord *current = nullptr;
+    martini_vthread lastHandle = 0;
+    ThreadRecord *lastVirtual = nullptr;
 };
 // initial-exec: an access is the thread pointer plus an offset, not a __tls_get_addr
 // call (the library is small enough for the static TLS surplus even when dlopened).
@@ -106,9 +109,9 @@ std::string InterpProvider::Start(const martini_config &config) {
     ThreadRecord *main;
     {
         std::lock_guard lock(mutex_);
-        main = NewThread(config.main_thread_name ? config.main_thread_name : "main", 0, false);
+        main = NewThread(config.main_thread_name ? config.main_thread_name : "main", 0, 0);
     }
-    tOsThread = {generation_, main, main};
+    tOsThread = {generation_, main, main, 0, nullptr};
     SVmInitEventData init;
     Put(init, core_->RequestedData(EV_VM_INIT), DR_THREAD_ID, init.threadId, main->id);
     core_->Raise<IVmInitEventObserver>(init);
@@ -133,7 +136,7 @@ const ThreadRecord *InterpProvider::Current() const noexcept {
 }
 
 void InterpProvider::SetCurrent(const ThreadRecord *t) noexcept {
-    if (tOsThread.generation != generation_) tOsThread = {generation_, nullptr, nullptr};
+    if (tOsThread.generation != generation_) tOsThread = {generation_, nullptr, nullptr, 0, nullptr};
     tOsThread.current = t;
 }
 
@@ -244,7 +247,7 @@ void InterpProvider::RaiseCall(const ThreadRecord &t, const MethodRecord &m, Bit
     Put(d, wanted, DR_METHOD_ID, d.methodId, m.id);
     Put(d, wanted, DR_THREAD_ID, d.threadId, t.id);
     Put(d, wanted, DR_CPU_TIMESTAMP, d.uiCpuTimestamp, &core::Clock::NowNs);
-    if (!t.virtualThread) Put(d, wanted, DR_THREAD_CPU_TIME, d.uiThreadCpuTime, &ThreadCpuNs);
+    if (!t.Virtual()) Put(d, wanted, DR_THREAD_CPU_TIME, d.uiThreadCpuTime, &ThreadCpuNs);
     core_->Raise<Observer>(d, m.interest);
 }
 
@@ -295,12 +298,12 @@ martini_status InterpProvider::Exit(ThreadRecord &t, martini_stack_id returnedTo
 // ---- Threads ----------------------------------------------------------------------
 
 
-ThreadRecord *InterpProvider::NewThread(std::string name, TId parent, bool virtualThread) {
+ThreadRecord *InterpProvider::NewThread(std::string name, TId parent, martini_vthread handle) {
     ThreadRecord &t = threadStore_.emplace_back();
     t.id = threadsById_.size() + 1;
-    t.name = name.empty() ? (virtualThread ? "vthread-" : "thread-") + std::to_string(t.id) : std::move(name);
+    t.name = name.empty() ? (handle != 0 ? "vthread-" : "thread-") + std::to_string(t.id) : std::move(name);
     t.parent = parent;
-    t.virtualThread = virtualThread;
+    t.handle = handle;
     threadsById_.push_back(&t);
     return &t;
 }
@@ -326,18 +329,30 @@ ThreadRecord *InterpProvider::OsThread(const char *name) {
     ThreadRecord *t;
     {
         std::lock_guard lock(mutex_);
-        t = NewThread(name ? name : "", 0, false);
+        t = NewThread(name ? name : "", 0, 0);
     }
-    if (tOsThread.generation != generation_) tOsThread = {generation_, nullptr, nullptr};
+    if (tOsThread.generation != generation_) tOsThread = {generation_, nullptr, nullptr, 0, nullptr};
     tOsThread.os = t;
     AnnounceThread(*t);
     return t;
 }
 
 ThreadRecord *InterpProvider::FindVirtualThread(martini_vthread handle) {
-    std::lock_guard lock(mutex_);
-    auto it = virtualThreads_.find(handle);
-    return it == virtualThreads_.end() ? nullptr : it->second;
+    OsThreadSlot &slot = tOsThread;
+    if (slot.generation == generation_ && slot.lastHandle == handle && slot.lastVirtual != nullptr &&
+        !slot.lastVirtual->ended.load(std::memory_order_acquire)) {
+        return slot.lastVirtual;
+    }
+    ThreadRecord *t;
+    {
+        std::lock_guard lock(mutex_);
+        auto it = virtualThreads_.find(handle);
+        t = it == virtualThreads_.end() ? nullptr : it->second;
+    }
+    if (slot.generation != generation_) slot = {generation_, nullptr, nullptr, 0, nullptr};
+    slot.lastHandle = handle;
+    slot.lastVirtual = t;
+    return t;
 }
 
 martini_status InterpProvider::StartVirtualThread(martini_vthread handle, const char *name,
@@ -362,7 +377,7 @@ martini_status InterpProvider::StartVirtualThread(martini_vthread handle, const 
         } else if (tOsThread.generation == generation_ && tOsThread.os != nullptr) {
             parentId = tOsThread.os->id;
         }
-        t = NewThread(name ? name : "", parentId, true);
+        t = NewThread(name ? name : "", parentId, handle);
         virtualThreads_.emplace(handle, t);
     }
     AnnounceThread(*t);
@@ -373,13 +388,8 @@ martini_status InterpProvider::EndThread(ThreadRecord &t) {
     PopTo(t, 0);
     {
         std::lock_guard lock(mutex_);
-        t.ended = true;
-        for (auto it = virtualThreads_.begin(); it != virtualThreads_.end(); ++it) {
-            if (it->second == &t) {
-                virtualThreads_.erase(it);  // the handle may be reused for a new thread
-                break;
-            }
-        }
+        t.ended.store(true, std::memory_order_release);
+        if (t.Virtual()) virtualThreads_.erase(t.handle);  // the handle may be reused for a new thread
     }
     if (core_->IsEnabled(EV_THREAD_END)) {
         SThreadEndEventData d;

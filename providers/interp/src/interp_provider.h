@@ -52,9 +52,12 @@ struct ThreadRecord {
     TId id = 0;  // the MPI thread id (dense, from 1)
     std::string name;
     TId parent = 0;
-    bool virtualThread = false;
-    bool ended = false;
+    martini_vthread handle = 0;  // the interpreter's handle of a virtual thread; 0: an OS thread
+    // Set under the provider's lock; read without it by the per-OS-thread caches.
+    std::atomic<bool> ended{false};
     std::vector<Frame> frames;  // outermost first
+
+    bool Virtual() const noexcept { return handle != 0; }
 };
 
 struct CodeRecord {
@@ -85,6 +88,9 @@ public:
     // The calling OS thread's record, announced on first use (named `name` or
     // "thread-N"). Null after shutdown.
     ThreadRecord *OsThread(const char *name);
+    // The virtual thread started with `handle`, or null. Without the lock when the
+    // calling OS thread asked for the same handle last (an interpreter runs one
+    // coroutine for many events in a row).
     ThreadRecord *FindVirtualThread(martini_vthread handle);
     martini_status StartVirtualThread(martini_vthread handle, const char *name, martini_vthread parent,
                                       std::string &error);
@@ -106,7 +112,7 @@ public:
     TResult CurrentThread(TId &) noexcept override;
 
 private:
-    ThreadRecord *NewThread(std::string name, TId parent, bool virtualThread);  // under mutex_
+    ThreadRecord *NewThread(std::string name, TId parent, martini_vthread handle);  // under mutex_
     void AnnounceThread(const ThreadRecord &t);
     template <class Observer>  // MethodEnter or MethodLeave
     void RaiseCall(const ThreadRecord &t, const MethodRecord &m, BitSet wanted);

@@ -151,9 +151,13 @@ TEST(InterpAbi, VirtualThreadsHaveTheirOwnStacksAndHandlesCanBeReused) {
     ASSERT_EQ(martini_thread_end_vt(r.interp, 0xB), MARTINI_OK);  // its open frame exits first
     ASSERT_EQ(martini_thread_end_vt(r.interp, 0xA), MARTINI_OK);
     ASSERT_EQ(martini_thread_start_vt(r.interp, 0xA, "co-a-again", 0), MARTINI_OK);
+    // Lookups are cached per OS thread: an ended thread is not found from the cache, and
+    // a reused handle finds its new thread.
+    ASSERT_EQ(martini_enter_vt(r.interp, 0xA, 1, 1), MARTINI_OK);  // last looked up: the ended 0xA
+    EXPECT_EQ(martini_enter_vt(r.interp, 0xB, 2, 1), MARTINI_E_UNKNOWN_ID);
     EXPECT_EQ(r.Only({"tstart", "tend", "enter", "leave"}),
               (Lines{"tstart 1 main 0", "tstart 2 co-a 1", "tstart 3 vthread-3 2", "enter 1 2", "enter 2 3",
-                     "leave 1 2", "leave 2 3", "tend 3", "tend 2", "tstart 4 co-a-again 1"}));
+                     "leave 1 2", "leave 2 3", "tend 3", "tend 2", "tstart 4 co-a-again 1", "enter 1 4"}));
 }
 
 TEST(InterpAbi, OsThreadsAreAnnouncedOnFirstUseOrByName) {
