@@ -37,8 +37,9 @@ static const char kUsage[] =
     "  --output DIR    where clients write their files (default: their own)\n"
     "  -h, --help      this text\n"
     "\n"
-    "Functions are named by how they were first called (global 'fib' -> fib) and\n"
-    "grouped by script (class \"shop\" for shop.lua); C functions are in class \"[C]\".\n"
+    "Functions are named as defined (function Tree:put -> Tree:put), else by how they\n"
+    "were first called, and grouped by script (class \"shop\" for shop.lua); C functions\n"
+    "are in class \"[C]\".\n"
     "Bundled clients are looked up in $MARTINI_CLIENT_PATH, then where Martini keeps them.\n";
 
 static martini_interp *gInterp;
@@ -115,47 +116,99 @@ static int IsNameChar(char c) {
            c == ':';
 }
 
+/* ---- Script sources: each file read once, for the names of its functions ------------ */
+
+typedef struct SourceFile {
+    char *source;  /* Lua's source string of the chunk: "@path" */
+    char *text;    /* the file, each '\n' replaced by '\0' */
+    char **lines;  /* lines[0] is line 1 */
+    int count;
+    struct SourceFile *next;
+} SourceFile;
+
+static SourceFile *gSources;
+
+/* The lines of chunk `source` ("@path"), read the first time it is asked for; NULL when
+ * the chunk is not a file or the file cannot be read (then it is not tried again). */
+static const SourceFile *SourceOf(const char *source) {
+    for (SourceFile *s = gSources; s != NULL; s = s->next) {
+        if (strcmp(s->source, source) == 0) return s->lines ? s : NULL;
+    }
+    SourceFile *s = calloc(1, sizeof *s);
+    if (s == NULL) return NULL;
+    const size_t len = strlen(source) + 1;
+    s->source = malloc(len);
+    if (s->source != NULL) memcpy(s->source, source, len);
+    if (s->source == NULL) {
+        free(s);
+        return NULL;
+    }
+    s->next = gSources;
+    gSources = s;
+    FILE *f = fopen(source + 1, "rb");
+    if (f == NULL) return NULL;
+    long size = -1;
+    if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
+    if (size >= 0 && fseek(f, 0, SEEK_SET) == 0) s->text = malloc((size_t)size + 1);
+    if (s->text != NULL && fread(s->text, 1, (size_t)size, f) == (size_t)size) {
+        s->text[size] = '\0';
+        int lines = 1;
+        for (long i = 0; i < size; ++i) lines += s->text[i] == '\n';
+        s->lines = malloc((size_t)lines * sizeof *s->lines);
+        if (s->lines != NULL) {
+            s->lines[s->count++] = s->text;
+            for (long i = 0; i < size; ++i) {
+                if (s->text[i] != '\n') continue;
+                s->text[i] = '\0';
+                s->lines[s->count++] = s->text + i + 1;
+            }
+        }
+    }
+    fclose(f);
+    return s->lines ? s : NULL;
+}
+
+static void FreeSources(void) {
+    while (gSources != NULL) {
+        SourceFile *next = gSources->next;
+        free(gSources->source);
+        free(gSources->text);
+        free(gSources->lines);
+        free(gSources);
+        gSources = next;
+    }
+}
+
 /* The name a function has where it is defined, from its first source line:
  * "function Tree:put(" -> Tree:put, "local function find(" -> find,
  * "local take = function(" -> take. 0 when the chunk is not a file or the line says
  * nothing (an anonymous function passed as an argument). */
 static int NameFromSource(const char *source, int line, char *out, size_t size) {
     if (source == NULL || source[0] != '@' || line <= 0) return 0;
-    FILE *f = fopen(source + 1, "r");
-    if (f == NULL) return 0;
-    char text[512];
-    int n = 0, found = 0;
-    while (fgets(text, sizeof text, f) != NULL) {
-        if (++n < line) {
-            while (strchr(text, '\n') == NULL && fgets(text, sizeof text, f) != NULL) {
-            }
-            continue;
-        }
-        const char *kw = strstr(text, "function");
-        if (kw == NULL) break;
-        const char *p = kw + 8;
-        while (*p == ' ' || *p == '\t') ++p;
-        const char *start = p, *end = p;
-        if (IsNameChar(*p)) { /* function NAME( */
-            while (IsNameChar(*end)) ++end;
-        } else { /* NAME = function( */
-            const char *eq = kw; /* only blanks between '=' and "function" */
-            while (eq > text && (eq[-1] == ' ' || eq[-1] == '\t')) --eq;
-            if (eq == text || eq[-1] != '=') break;
-            end = eq - 1;
-            while (end > text && (end[-1] == ' ' || end[-1] == '\t')) --end;
-            start = end;
-            while (start > text && IsNameChar(start[-1])) --start;
-        }
-        const size_t len = (size_t)(end - start);
-        if (len == 0 || len >= size) break;
-        memcpy(out, start, len);
-        out[len] = '\0';
-        found = 1;
-        break;
+    const SourceFile *file = SourceOf(source);
+    if (file == NULL || line > file->count) return 0;
+    const char *text = file->lines[line - 1];
+    const char *kw = strstr(text, "function");
+    if (kw == NULL) return 0;
+    const char *p = kw + 8;
+    while (*p == ' ' || *p == '\t') ++p;
+    const char *start = p, *end = p;
+    if (IsNameChar(*p)) { /* function NAME( */
+        while (IsNameChar(*end)) ++end;
+    } else { /* NAME = function( */
+        const char *eq = kw; /* only blanks between '=' and "function" */
+        while (eq > text && (eq[-1] == ' ' || eq[-1] == '\t')) --eq;
+        if (eq == text || eq[-1] != '=') return 0;
+        end = eq - 1;
+        while (end > text && (end[-1] == ' ' || end[-1] == '\t')) --end;
+        start = end;
+        while (start > text && IsNameChar(start[-1])) --start;
     }
-    fclose(f);
-    return found;
+    const size_t len = (size_t)(end - start);
+    if (len == 0 || len >= size) return 0;
+    memcpy(out, start, len);
+    out[len] = '\0';
+    return 1;
 }
 
 /* The id of the function running in `ar` (a call hook's), registered on first sight. */
@@ -177,13 +230,12 @@ static martini_method_id MethodOf(lua_State *L, lua_Debug *ar) {
     if (slot == NULL) return 0;
     if (slot->id != 0) return slot->id;
 
-    lua_getinfo(L, "n", ar);
     char name[256], cls[256];
     if (ar->what[0] == 'm') {
         snprintf(name, sizeof name, "(main chunk)");
     } else if (!isC && NameFromSource(ar->source, ar->linedefined, name, sizeof name)) {
         /* named as defined */
-    } else if (ar->name != NULL) {
+    } else if (lua_getinfo(L, "n", ar), ar->name != NULL) { /* named as called */
         snprintf(name, sizeof name, "%s", ar->name);
     } else if (isC) {
         snprintf(name, sizeof name, "(C function %p)", (void *)a);
@@ -224,12 +276,18 @@ static unsigned gCoroutineSerial;
 
 /* The virtual thread of coroutine L, started on first use (0 for the main state, or
  * when it could not be started). */
+static lua_State *gLastCoroutine; /* the one seen last: most events follow one another in it */
+
 static martini_vthread VThreadOf(lua_State *L) {
     if (L == gMain) return 0;
     const martini_vthread vt = (martini_vthread)(uintptr_t)L;
+    if (L == gLastCoroutine) return vt;
     MethodSlot *slot = Find((uintptr_t)L, -2);
     if (slot == NULL) return 0;
-    if (slot->id == kRunning) return vt;
+    if (slot->id == kRunning) {
+        gLastCoroutine = L;
+        return vt;
+    }
     /* New, or a new coroutine in the memory of an ended one. */
     char name[32];
     snprintf(name, sizeof name, "coroutine-%u", ++gCoroutineSerial);
@@ -242,6 +300,7 @@ static martini_vthread VThreadOf(lua_State *L) {
     slot->a = (uintptr_t)L;
     slot->b = -2;
     slot->id = kRunning;
+    gLastCoroutine = L;
     return vt;
 }
 
@@ -250,6 +309,7 @@ static void EndCoroutine(lua_State *L) {
     MethodSlot *slot = Find((uintptr_t)L, -2);
     if (slot == NULL || slot->id != kRunning) return;
     slot->id = kEnded;
+    if (gLastCoroutine == L) gLastCoroutine = NULL;
     Report("martini_thread_end_vt", martini_thread_end_vt(gInterp, (martini_vthread)(uintptr_t)L));
 }
 
@@ -375,6 +435,7 @@ int main(int argc, char **argv) {
     gInterp = NULL;
     lua_close(L);
     free(gSlots);
+    FreeSources();
     free(clients);
     return status;
 }
