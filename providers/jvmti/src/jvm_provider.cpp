@@ -679,16 +679,11 @@ void JvmProvider::Leave(JNIEnv *jni, std::int32_t id, bool exceptional) noexcept
     // The leave pops through to its own frame: frames above it were left by an
     // exception the probes could not see (thrown by a super() call), so they are
     // reported as exceptional exits first, innermost first. A leave whose enter was
-    // never seen (the method was instrumented while running) is ignored. The common
-    // case, the innermost frame's own leave, pops it without a search.
-    std::size_t keep;
-    if (!ctx.stack.empty() && ctx.stack.back() == id) {
-        keep = ctx.stack.size() - 1;
-    } else {
-        auto it = std::find(ctx.stack.rbegin(), ctx.stack.rend(), id);
-        if (it == ctx.stack.rend()) return;
-        keep = static_cast<std::size_t>(ctx.stack.rend() - it) - 1;
-    }
+    // never seen (the method was instrumented while running) is ignored. The search
+    // starts at the innermost frame, which is the common case's match.
+    auto it = std::find(ctx.stack.rbegin(), ctx.stack.rend(), id);
+    if (it == ctx.stack.rend()) return;
+    const std::size_t keep = static_cast<std::size_t>(ctx.stack.rend() - it) - 1;
     const BitSet wanted = core_->RequestedData(EV_METHOD_LEAVE);
     while (ctx.stack.size() > keep) {
         const std::int32_t top = ctx.stack.back();
