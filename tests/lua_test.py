@@ -112,6 +112,13 @@ check("martini run -- lua: the program ran under martini-lua",
       "inventory: 120 orders, 15 out of stock" in r.stdout and "martini-lua with cgprof" in r.stderr, log)
 check("martini run -- lua: outputs listed",
       f"outputs in {out2}" in r.stderr and "cgprof.json" in r.stderr and "cgprof.html" in r.stderr, log)
+# A client option with an escaped ';' reaches the client as written (martini run hands
+# the clients on to martini-lua with the escapes it needs).
+odd = os.path.join(work, "calls;counted.txt")
+r = run([martini, "run", "--client", "callcount=out=" + odd.replace(";", "\\;"), "--output", out2, "--",
+         "lua", program])
+check("martini run -- lua: a ';' in a client's options survives", r.returncode == 0 and os.path.exists(odd)
+      and "inventory.find" in open(odd).read(), r.stdout + r.stderr)
 r = run([martini, "run", "--", "lua", "-e", "print(1)"], expect=1)
 check("martini run -- lua -e: refused, naming why", r.returncode == 1 and "lua's own options" in r.stderr, r.stderr)
 

@@ -275,7 +275,7 @@ int Run(int argc, char **argv) {
     if (programPath.empty()) return Fail("run: program not found: '" + program[0] + "' (not an executable file, nor in $PATH)");
     const std::string base = fs::path(programPath).filename().string();
     if (base == "mono") return Fail("run: this Martini has no Mono provider yet; it profiles java and lua programs");
-    if (base != "java" && !IsLua(base)) {
+    if (base != "java" && !lua) {
         return Fail("run: cannot profile '" + program[0] +
                     "': martini run starts java programs (java ARGS...) and Lua scripts (lua SCRIPT ARGS...)");
     }
@@ -288,12 +288,12 @@ int Run(int argc, char **argv) {
         spec.path = fs::weakly_canonical(spec.path).string();
     }
     std::vector<std::string> looked;
-    const std::string runtime = IsLua(base) ? FindLuaHost(looked) : FindAgent(looked);
+    const std::string runtime = lua ? FindLuaHost(looked) : FindAgent(looked);
     if (runtime.empty()) {
-        return Fail(std::string("run: ") + (IsLua(base) ? "martini-lua" : "the JVMTI agent libmartini-jvmti.so") +
+        return Fail(std::string("run: ") + (lua ? "martini-lua" : "the JVMTI agent libmartini-jvmti.so") +
                     " was not found (looked at " + Join(looked, ", ") + ")");
     }
-    if (IsLua(base) && (program.size() < 2 || program[1].empty() || program[1][0] == '-')) {
+    if (lua && (program.size() < 2 || program[1].empty() || program[1][0] == '-')) {
         return Fail("run: give the Lua script to profile (lua SCRIPT ARGS...); lua's own options are not supported");
     }
     std::error_code ec;
@@ -301,7 +301,7 @@ int Run(int argc, char **argv) {
     if (ec) return Fail("run: cannot create the output directory '" + output + "': " + ec.message());
     const std::string outDir = fs::weakly_canonical(fs::absolute(output)).string();
 
-    if (IsLua(base)) {
+    if (lua) {
         // martini-lua is Lua with the interpreter C ABI built in: it replaces lua.
         std::vector<std::string> args{runtime};
         for (const auto &s : specs) {
