@@ -77,12 +77,6 @@ TEST(ClientSpec, BundledNamesAreFoundInTheSearchDirectories) {
     std::filesystem::remove_all(dir);
 }
 
-}  // namespace
-}  // namespace martini::core
-
-namespace martini::core {
-namespace {
-
 TEST(ClientSpec, SearchPathIsSplitAtColonsWithEmptyEntriesLeftOut) {
     EXPECT_EQ(SplitSearchPath("/a:/b/c::/d:"), (std::vector<std::string>{"/a", "/b/c", "/d"}));
     EXPECT_TRUE(SplitSearchPath("").empty());

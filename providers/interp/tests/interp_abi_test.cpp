@@ -229,6 +229,74 @@ TEST(InterpAbi, GeneratedCodeIsReportedWithItsSize) {
     EXPECT_EQ(r.Only({"jit", "unjit"}), (Lines{"jit 1 64", "unjit 1 64"}));
 }
 
+TEST(InterpAbi, AnAddressInGeneratedCodeMapsToItsMethodAndLine) {
+    InterpRun r;
+    ASSERT_EQ(r.status, MARTINI_OK) << martini_last_error();
+    ASSERT_EQ(r.Method(1, "hot"), MARTINI_OK);
+    static unsigned char code[64];
+    const martini_line lines[] = {{0, 3}, {16, 4}, {32, 9}};
+    ASSERT_EQ(martini_code_load(r.interp, 1, code, sizeof code, lines, 3), MARTINI_OK);
+    // The client asks for code + 16: offset 16, line 4; GetMethodInfo gives the size.
+    EXPECT_EQ(r.Only({"codeinfo"}), (Lines{"codeinfo 1 16 4 64"}));
+}
+
+// Method ids need not be small: an interpreter may use addresses.
+TEST(InterpAbi, LargeMethodIdsWork) {
+    InterpRun r;
+    ASSERT_EQ(r.status, MARTINI_OK) << martini_last_error();
+    const martini_method_id big = 0x7f12'3456'7000;
+    ASSERT_EQ(r.Method(big, "at_an_address"), MARTINI_OK);
+    EXPECT_EQ(martini_method_wanted(r.interp, big), 1);
+    EXPECT_EQ(martini_method_wanted(r.interp, big + 8), 0);
+    EXPECT_EQ(martini_enter(r.interp, big + 8, 1), MARTINI_E_UNKNOWN_ID);
+    ASSERT_EQ(martini_enter(r.interp, big, 1), MARTINI_OK);
+    ASSERT_EQ(martini_exit(r.interp, MARTINI_STACK_BASE), MARTINI_OK);
+    const std::string id = std::to_string(big);
+    EXPECT_EQ(r.Only({"enter", "leave"}), (Lines{"enter " + id + " 1", "leave " + id + " 1"}));
+}
+
+TEST(InterpAbi, ThreadsCanBeRenamed) {
+    InterpRun r(",names");
+    ASSERT_EQ(r.status, MARTINI_OK) << martini_last_error();
+    ASSERT_EQ(martini_thread_start_vt(r.interp, 5, "co", 0), MARTINI_OK);
+    ASSERT_EQ(martini_thread_set_name_vt(r.interp, 5, "co-renamed"), MARTINI_OK);
+    ASSERT_EQ(martini_thread_end_vt(r.interp, 5), MARTINI_OK);
+    std::thread worker([&] {
+        EXPECT_EQ(martini_thread_start(r.interp, "worker"), MARTINI_OK);
+        EXPECT_EQ(martini_thread_set_name_vt(r.interp, 0, "worker-renamed"), MARTINI_OK);  // 0: this OS thread
+        EXPECT_EQ(martini_thread_end(r.interp), MARTINI_OK);
+    });
+    worker.join();
+    EXPECT_EQ(r.Only({"tname"}), (Lines{"tname 2 co-renamed", "tname 3 worker-renamed"}));
+}
+
+// Bundled client names are looked up in config.client_path.
+TEST(InterpAbi, ClientNamesAreLookedUpInTheConfiguredPath) {
+    const std::string library = RECORDER_CLIENT;
+    const std::string dir = library.substr(0, library.rfind('/'));
+    char name[] = "/tmp/interp-path-XXXXXX";
+    const int fd = mkstemp(name);
+    if (fd >= 0) close(fd);
+    const std::string clients = std::string("interp_recorder=out=") + name;
+    martini_config c{};
+    c.abi_version = MARTINI_INTERP_ABI_VERSION;
+    c.clients = clients.c_str();
+    c.client_path = "/nonexistent:";
+    martini_interp *interp = nullptr;
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(martini_interp_create(&c, &interp), MARTINI_E_CLIENTS);
+    EXPECT_NE(testing::internal::GetCapturedStderr().find("/nonexistent/libinterp_recorder.so"), std::string::npos);
+    const std::string path = "/nonexistent:" + dir;
+    c.client_path = path.c_str();
+    ASSERT_EQ(martini_interp_create(&c, &interp), MARTINI_OK) << martini_last_error();
+    martini_interp_destroy(interp);
+    std::ifstream in(name);
+    std::string first;
+    std::getline(in, first);
+    EXPECT_EQ(first, "init 1");
+    std::remove(name);
+}
+
 // Each kind of bad input: its code, a message naming the function and the cause, and
 // nothing changed (the run goes on and what was collected is written).
 TEST(InterpAbi, BadInputGetsAnErrorCodeAndAMessageAndChangesNothing) {

@@ -3,6 +3,9 @@
 // "skip=NAME" leaving the method NAME out through a call-graph filter. Lines:
 //   init T | method M NAME CLASS LINE | class C NAME | enter M T | leave M T
 //   tstart T NAME PARENT | tend T | jit M SIZE | unjit M SIZE | outdir DIR
+//   codeinfo M LOCATION LINE CODESIZE (at each jit: GetCompiledMethodInfo of the
+//     code's address + 16, and GetMethodInfo's code size of M)
+//   tname T NAME (at each tend, with the option "names": GetThreadInfo's name)
 //   stack T M1,M2,... (at each enter: GetThreadInfo's stack of the current thread)
 //   shutdown
 // Written against mpi/ only.
@@ -21,6 +24,7 @@ namespace {
 IMpi *gMpi;
 TId gId;
 std::string gOut, gSkip;
+bool gNames = false;
 std::vector<std::string> gLines;
 std::mutex gLinesMutex;  // handlers run on every thread that raises events
 
@@ -83,11 +87,29 @@ struct ThreadStart : IThreadStartEventObserver {
     }
 };
 struct ThreadEnd : IThreadEndEventObserver {
-    void HandleEvent(SThreadEndEventData &d) override { Line("tend " + N(d.threadId)); }
+    void HandleEvent(SThreadEndEventData &d) override {
+        Line("tend " + N(d.threadId));
+        if (!gNames) return;
+        char name[64];
+        SThreadInfo info;
+        info.szName = name;
+        info.uiNameSize = sizeof name;
+        if (gMpi->GetThreadInfo(gId, d.threadId, DR_THREAD_NAME, &info) == MRTE_RESULT_OK) {
+            Line("tname " + N(d.threadId) + " " + name);
+        }
+    }
 };
 struct Jit : IJittedMethodLoadedEventObserver {
     void HandleEvent(SJittedMethodLoadedEventData &d) override {
         Line("jit " + N(d.methodId) + " " + std::to_string(d.uiCodeSize));
+        SCompiledMethodInfo code;
+        SMethodInfo method;
+        if (gMpi->GetCompiledMethodInfo(gId, d.uiCodeAddress + 16, DR_METHOD_ID | DR_METHOD_CODE | DR_LINE_NUMBER,
+                                        &code) == MRTE_RESULT_OK &&
+            gMpi->GetMethodInfo(gId, d.methodId, DR_METHOD_CODE, &method) == MRTE_RESULT_OK) {
+            Line("codeinfo " + N(code.methodId) + " " + std::to_string(code.uiLocation) + " " +
+                 std::to_string(code.uiLineNumber) + " " + std::to_string(method.uiCodeSize));
+        }
     }
 };
 struct Unjit : IJittedMethodUnloadedEventObserver {
@@ -120,6 +142,7 @@ extern "C" API_EXPORT TResult MPICL_Instantiate(IMpi *mpi, TId id, const char *o
     gLines.clear();
     gOut.clear();
     gSkip.clear();
+    gNames = false;
     std::string o = options ? options : "";
     for (std::size_t start = 0; start < o.size();) {
         std::size_t end = o.find(',', start);
@@ -127,6 +150,7 @@ extern "C" API_EXPORT TResult MPICL_Instantiate(IMpi *mpi, TId id, const char *o
         const std::string kv = o.substr(start, end - start);
         if (kv.rfind("out=", 0) == 0) gOut = kv.substr(4);
         else if (kv.rfind("skip=", 0) == 0) gSkip = kv.substr(5);
+        else if (kv == "names") gNames = true;
         else return MRTE_ERROR_ILLEGAL_ARGUMENT;
         start = end + 1;
     }
