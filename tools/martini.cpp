@@ -18,7 +18,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cerrno>
@@ -282,7 +281,7 @@ int Run(int argc, char **argv) {
     if (specs.empty()) specs.push_back({"cgprof", "", ""});
 
     // Everything is checked before the program starts.
-    const auto dirs = martini::tools::ClientSearchDirs();
+    const auto dirs = martini::core::ClientSearchDirs(ExecutableDir());
     for (auto &spec : specs) {
         if (std::string e = martini::core::ResolveClientPath(spec, dirs); !e.empty()) return Fail("run: " + e);
         spec.path = fs::weakly_canonical(spec.path).string();
@@ -317,14 +316,10 @@ int Run(int argc, char **argv) {
     const std::string &agent = runtime;
 
     // The agent's configuration: clients by resolved path, and the output directory.
-    nlohmann::json config;
-    config["output"] = outDir;
-    config["clients"] = nlohmann::json::array();
-    for (const auto &s : specs) config["clients"].push_back({{"client", s.path}, {"options", s.options}});
     char configPath[] = "/tmp/martini-run-XXXXXX";
     const int fd = ::mkstemp(configPath);
     if (fd < 0) return Fail(std::string("run: cannot write the agent's configuration: ") + std::strerror(errno));
-    const std::string text = config.dump();
+    const std::string text = martini::core::ClientConfigJson({specs, outDir});
     const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
     ::close(fd);
     if (!written) {

@@ -6,6 +6,7 @@
 // Exit status: 0 when the whole trace was played; 1 for bad usage or when no client
 // could be loaded; 2 when the trace has a bad record (clients still get VmShutdown and
 // write what they collected).
+#include "martini/core/client_spec.h"
 #include "martini/core/core.h"
 #include "martini/replay/replay_provider.h"
 #include "tools.h"
@@ -52,17 +53,8 @@ std::string ExecutableDir() {
     return path.substr(0, path.rfind('/'));
 }
 
-std::vector<std::string> ClientSearchDirs() {
-    std::vector<std::string> dirs;
-    if (const char *env = std::getenv("MARTINI_CLIENT_PATH")) dirs = martini::core::SplitSearchPath(env);
-    const std::string exe = ExecutableDir();
-    dirs.push_back(exe + "/../clients");             // build tree
-    dirs.push_back(exe + "/../lib/martini/clients");  // installed
-    return dirs;
-}
-
 int ReplayMain(int argc, char **argv) {
-    std::vector<martini::core::ClientSpec> specs;
+    std::string clientList;  // every --client, joined in the text form
     std::string tracePath;
     bool stats = false;
     for (int i = 1; i < argc; ++i) {
@@ -83,10 +75,17 @@ int ReplayMain(int argc, char **argv) {
             } else {
                 value = arg.substr(std::strlen("--client="));
             }
-            if (const std::string err = martini::core::ParseClientList(value, specs); !err.empty()) {
+            martini::core::ClientConfig check;
+            if (const std::string err = martini::core::ReadClientConfig(value, check); !err.empty()) {
                 std::fprintf(stderr, "martini-replay: %s\n", err.c_str());
                 return 1;
             }
+            if (!clientList.empty() && ((!value.empty() && value[0] == '@') || clientList[0] == '@')) {
+                std::fprintf(stderr, "martini-replay: a --client @FILE.json names every client; it cannot be "
+                                     "combined with other --client options\n");
+                return 1;
+            }
+            clientList += (clientList.empty() ? "" : ";") + value;
         } else if (!arg.empty() && arg[0] == '-') {
             std::fprintf(stderr, "martini-replay: unknown option '%s'\n%s", arg.c_str(), kUsage);
             return 1;
@@ -98,7 +97,7 @@ int ReplayMain(int argc, char **argv) {
             return 1;
         }
     }
-    if (tracePath.empty() || specs.empty()) {
+    if (tracePath.empty() || clientList.empty()) {
         std::fprintf(stderr, "martini-replay: %s\n%s",
                      tracePath.empty() ? "no trace file given" : "no --client given", kUsage);
         return 1;
@@ -112,16 +111,13 @@ int ReplayMain(int argc, char **argv) {
 
     martini::replay::ReplayProvider provider;
     martini::core::Core core(provider);
-    const auto dirs = ClientSearchDirs();
-    unsigned loaded = 0;
-    for (auto &spec : specs) {
-        if (const std::string err = martini::core::ResolveClientPath(spec, dirs); !err.empty()) {
-            std::fprintf(stderr, "martini: %s; the other clients are unaffected\n", err.c_str());
-            continue;
-        }
-        if (core.LoadClient(spec).ok()) ++loaded;
+    const martini::core::ClientsLoaded clients =
+        martini::core::LoadClients(core, clientList, martini::tools::ExecutableDir());
+    if (!clients.error.empty()) {
+        std::fprintf(stderr, "martini-replay: %s\n", clients.error.c_str());
+        return 1;
     }
-    if (loaded == 0) {
+    if (clients.loaded == 0) {
         std::fprintf(stderr, "martini-replay: no client could be loaded; nothing to do\n");
         return 1;
     }

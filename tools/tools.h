@@ -8,9 +8,6 @@ namespace martini::tools {
 
 // The directory of the running executable.
 std::string ExecutableDir();
-// Where bundled clients are looked up: $MARTINI_CLIENT_PATH, then the build tree's
-// and the installation's client directories relative to the executable.
-std::vector<std::string> ClientSearchDirs();
 // martini-replay's main (also `martini replay`): argv[0] is the program name.
 int ReplayMain(int argc, char **argv);
 

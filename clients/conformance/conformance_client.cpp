@@ -457,7 +457,7 @@ void CheckNoData<IVmShutdownEventObserver>::Specific() {
 // One observer per catalog event.
 #define MARTINI_X_OBSERVER_DATA(Name) Check<I##Name##EventObserver> g_##Name;
 #define MARTINI_X_OBSERVER_NODATA(Name) CheckNoData<I##Name##EventObserver> g_##Name;
-#define MARTINI_X_OBSERVER(Name, Const, Group, Items, Shape) MARTINI_X_OBSERVER_##Shape(Name)
+#define MARTINI_X_OBSERVER(Name, Const, Number, Group, Items, Shape) MARTINI_X_OBSERVER_##Shape(Name)
 MARTINI_MPI_EVENTS(MARTINI_X_OBSERVER)
 #undef MARTINI_X_OBSERVER
 #undef MARTINI_X_OBSERVER_DATA
@@ -493,7 +493,7 @@ extern "C" API_EXPORT TResult MPICL_Instantiate(IMpi *mpi, TId clientId, const c
     g_clientId = clientId;
     // Every event the provider supports; NOT_SUPPORTED just means it is not checked.
     unsigned registered = 0;
-#define MARTINI_X_REGISTER(Name, Const, Group, Items, Shape)        \
+#define MARTINI_X_REGISTER(Name, Const, Number, Group, Items, Shape)        \
     if (mpi->RegisterEvent(clientId, g_##Name) == MRTE_RESULT_OK) { \
         ++registered;                                               \
     }

@@ -1,6 +1,24 @@
 #include "martini/core/client_spec.h"
 
+#include "martini/core/core.h"
+#include "martini/core/log.h"
+
+#include <dlfcn.h>
 #include <sys/stat.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+// The installed bindir relative to the installed libdir ("../lib/x86_64-linux-gnu"),
+// from Meson; a build without it assumes the plain layout.
+#ifndef MARTINI_BINDIR_TO_LIBDIR
+#define MARTINI_BINDIR_TO_LIBDIR "../lib"
+#endif
 
 namespace martini::core {
 
@@ -80,6 +98,135 @@ std::string ResolveClientPath(ClientSpec &spec, const std::vector<std::string> &
     }
     return "client '" + spec.name + "' not found: no bundled client of that name (looked for " +
            (tried.empty() ? std::string("nothing: no search directories") : tried) + ")";
+}
+
+// ---- The file form ----------------------------------------------------------------
+
+namespace {
+
+std::string ReadJsonClientConfig(const std::string &path, ClientConfig &out) {
+    const std::string where = "configuration file '" + path + "'";
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) return where + " is a directory, not a file";
+    std::ifstream in(path);
+    if (!in) return "cannot read the " + where + ": " + std::strerror(errno);
+    const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded()) return where + ": not valid JSON";
+    if (!j.is_object()) return where + ": expected an object with \"clients\"";
+    for (auto it = j.begin(); it != j.end(); ++it) {
+        if (it.key() != "clients" && it.key() != "output") return where + ": unknown field \"" + it.key() + "\"";
+    }
+    if (const auto output = j.find("output"); output != j.end()) {
+        if (!output->is_string() || output->get<std::string>().empty()) {
+            return where + ": \"output\" must be a directory name";
+        }
+        out.outputDirectory = output->get<std::string>();
+    }
+    const auto clients = j.find("clients");
+    if (clients == j.end() || !clients->is_array()) return where + ": \"clients\" must be an array";
+    for (std::size_t i = 0; i < clients->size(); ++i) {
+        const nlohmann::json &c = (*clients)[i];
+        const std::string entry = where + ": clients[" + std::to_string(i) + "]";
+        if (!c.is_object() || !c.contains("client") || !c["client"].is_string()) {
+            return entry + " needs a \"client\" string";
+        }
+        for (auto f = c.begin(); f != c.end(); ++f) {
+            if (f.key() != "client" && f.key() != "options") return entry + ": unknown field \"" + f.key() + "\"";
+        }
+        ClientSpec spec;
+        spec.name = c["client"].get<std::string>();
+        if (spec.name.empty()) return entry + ": \"client\" is empty";
+        if (c.contains("options")) {
+            if (!c["options"].is_string()) return entry + ": \"options\" must be a string";
+            spec.options = c["options"].get<std::string>();
+        }
+        out.clients.push_back(std::move(spec));
+    }
+    return {};
+}
+
+}  // namespace
+
+std::string ReadClientConfig(std::string_view text, ClientConfig &out) noexcept {
+    try {
+        if (!text.empty() && text[0] == '@') return ReadJsonClientConfig(std::string(text.substr(1)), out);
+        return ParseClientList(text, out.clients);
+    } catch (const std::exception &e) {
+        return std::string("cannot read the client configuration: ") + e.what();
+    } catch (...) {
+        return "cannot read the client configuration";
+    }
+}
+
+std::string ClientConfigJson(const ClientConfig &config) {
+    nlohmann::json j;
+    j["clients"] = nlohmann::json::array();
+    for (const ClientSpec &s : config.clients) {
+        j["clients"].push_back({{"client", s.path.empty() ? s.name : s.path}, {"options", s.options}});
+    }
+    if (!config.outputDirectory.empty()) j["output"] = config.outputDirectory;
+    return j.dump();
+}
+
+// ---- Finding clients --------------------------------------------------------------
+
+std::string DirectoryOf(const void *address) {
+    Dl_info info{};
+    if (dladdr(address, &info) == 0 || info.dli_fname == nullptr) return ".";
+    std::string path = info.dli_fname;
+    if (path.find('/') == std::string::npos) {
+        // The main executable may be named without a directory: ask the kernel.
+        std::error_code ec;
+        path = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+    }
+    const auto slash = path.rfind('/');
+    return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+}
+
+std::vector<std::string> ClientSearchDirs(const std::string &anchorDir, const char *searchPath) {
+    std::vector<std::string> dirs;
+    if (searchPath != nullptr) {
+        dirs = SplitSearchPath(searchPath);
+    } else if (const char *env = std::getenv("MARTINI_CLIENT_PATH")) {
+        dirs = SplitSearchPath(env);
+    }
+    // Installed: clients in <libdir>/martini/clients; the anchor is <libdir>/martini
+    // (the JVM agent), <libdir> (libmartini-interp) or <bindir> (the tools).
+    dirs.push_back(anchorDir + "/clients");
+    dirs.push_back(anchorDir + "/martini/clients");
+    dirs.push_back(anchorDir + "/" MARTINI_BINDIR_TO_LIBDIR "/martini/clients");
+    // Build tree: build/clients/<name>/lib<name>.so; the anchor is build/tools or
+    // build/providers/<provider>.
+    dirs.push_back(anchorDir + "/../clients");
+    dirs.push_back(anchorDir + "/../../clients");
+    return dirs;
+}
+
+// ---- Loading ----------------------------------------------------------------------
+
+ClientsLoaded LoadClients(Core &core, std::string_view config, const std::string &anchorDir,
+                          const char *searchPath) noexcept {
+    ClientsLoaded result;
+    try {
+        ClientConfig parsed;
+        result.error = ReadClientConfig(config, parsed);
+        if (!result.error.empty()) return result;
+        result.requested = static_cast<unsigned>(parsed.clients.size());
+        result.outputDirectory = parsed.outputDirectory;
+        const std::vector<std::string> dirs = ClientSearchDirs(anchorDir, searchPath);
+        for (ClientSpec &spec : parsed.clients) {
+            if (std::string err = ResolveClientPath(spec, dirs); !err.empty()) {
+                LogLine(err + "; the other clients are unaffected");
+                continue;
+            }
+            if (core.LoadClient(spec).ok()) ++result.loaded;  // LoadClient names a failure itself
+        }
+    } catch (const std::exception &e) {
+        result.error = std::string("loading clients: ") + e.what();
+    } catch (...) {
+        result.error = "loading clients failed";
+    }
+    return result;
 }
 
 }  // namespace martini::core

@@ -127,7 +127,7 @@ TResult WriteThread(BitSet requested, unsigned maxDepth, const ThreadFacts &f, S
 // Order of checks, the same for every request: the client id, pData, items the
 // request does not answer, the phase, then the buffers of the requested items.
 TResult Registry::CheckRequest(TId clientId, const void *pData, BitSet requested,
-                               BitSet answerable) const {
+                               BitSet answerable) const noexcept {
     if (Find(clientId) == nullptr) return MRTE_ERROR_ILLEGAL_ID;
     if (pData == nullptr) return MRTE_ERROR_NULL_PTR;
     if ((requested & ~answerable) != 0) return MRTE_ERROR_NOT_SUPPORTED;
@@ -135,193 +135,221 @@ TResult Registry::CheckRequest(TId clientId, const void *pData, BitSet requested
     return MRTE_RESULT_OK;
 }
 
-TResult Registry::GetModuleInfo(TId clientId, TId moduleId, BitSet requested, SModuleInfo *p) {
-    if (TResult r = CheckRequest(clientId, p, requested, kModuleItems); r != MRTE_RESULT_OK) return r;
-    if (MissingString(requested, DR_MODULE_NAME, p->szModuleName)) return MRTE_ERROR_NULL_PTR;
-    ModuleFacts f;
-    if (TResult r = provider_.DescribeModule(moduleId, requested, f); r != MRTE_RESULT_OK) return r;
-    Writer w(requested, f.given, p->validData);
-    w.String(DR_MODULE_NAME, f.name, p->szModuleName, p->uiModuleNameSize);
-    return w.Result();
+TResult Registry::GetModuleInfo(TId clientId, TId moduleId, BitSet requested, SModuleInfo *p) noexcept {
+    return Guarded([&]() -> TResult {
+        if (TResult r = CheckRequest(clientId, p, requested, kModuleItems); r != MRTE_RESULT_OK) return r;
+        if (MissingString(requested, DR_MODULE_NAME, p->szModuleName)) return MRTE_ERROR_NULL_PTR;
+        ModuleFacts f;
+        if (TResult r = provider_.DescribeModule(moduleId, requested, f); r != MRTE_RESULT_OK) return r;
+        Writer w(requested, f.given, p->validData);
+        w.String(DR_MODULE_NAME, f.name, p->szModuleName, p->uiModuleNameSize);
+        return w.Result();
+    });
 }
 
-TResult Registry::GetClassInfo(TId clientId, TId classId, BitSet requested, SClassInfo *p) {
-    if (TResult r = CheckRequest(clientId, p, requested, kClassItems); r != MRTE_RESULT_OK) return r;
-    if (MissingString(requested, DR_CLASS_NAME, p->szClassName) ||
-        MissingString(requested, DR_SOURCE_FILE_NAME, p->szSourceFileName) ||
-        MissingArray(requested, DR_CLASS_METHODS, p->methods)) {
-        return MRTE_ERROR_NULL_PTR;
-    }
-    ClassFacts f;
-    if (TResult r = provider_.DescribeClass(classId, requested, f); r != MRTE_RESULT_OK) return r;
-    Writer w(requested, f.given, p->validData);
-    w.String(DR_CLASS_NAME, f.name, p->szClassName, p->uiClassNameSize);
-    w.String(DR_SOURCE_FILE_NAME, f.sourceFile, p->szSourceFileName, p->uiSourceFileNameSize);
-    w.Value(DR_MODULE_ID, f.moduleId, p->moduleId);
-    w.Array(DR_CLASS_METHODS, f.methods, p->methods);
-    return w.Result();
+TResult Registry::GetClassInfo(TId clientId, TId classId, BitSet requested, SClassInfo *p) noexcept {
+    return Guarded([&]() -> TResult {
+        if (TResult r = CheckRequest(clientId, p, requested, kClassItems); r != MRTE_RESULT_OK) return r;
+        if (MissingString(requested, DR_CLASS_NAME, p->szClassName) ||
+            MissingString(requested, DR_SOURCE_FILE_NAME, p->szSourceFileName) ||
+            MissingArray(requested, DR_CLASS_METHODS, p->methods)) {
+            return MRTE_ERROR_NULL_PTR;
+        }
+        ClassFacts f;
+        if (TResult r = provider_.DescribeClass(classId, requested, f); r != MRTE_RESULT_OK) return r;
+        Writer w(requested, f.given, p->validData);
+        w.String(DR_CLASS_NAME, f.name, p->szClassName, p->uiClassNameSize);
+        w.String(DR_SOURCE_FILE_NAME, f.sourceFile, p->szSourceFileName, p->uiSourceFileNameSize);
+        w.Value(DR_MODULE_ID, f.moduleId, p->moduleId);
+        w.Array(DR_CLASS_METHODS, f.methods, p->methods);
+        return w.Result();
+    });
 }
 
-TResult Registry::GetMethodInfo(TId clientId, TId methodId, BitSet requested, SMethodInfo *p) {
-    if (TResult r = CheckRequest(clientId, p, requested, kMethodItems); r != MRTE_RESULT_OK) return r;
-    if (MissingString(requested, DR_METHOD_NAME, p->szMethodName) ||
-        MissingString(requested, DR_METHOD_SIGNATURE, p->szMethodSig) ||
-        MissingString(requested, DR_CLASS_NAME, p->szClassName) ||
-        MissingString(requested, DR_SOURCE_FILE_NAME, p->szSourceFileName) ||
-        MissingArray(requested, DR_METHOD_LINE_NUMBERS, p->lineNumbers)) {
-        return MRTE_ERROR_NULL_PTR;
-    }
-    MethodFacts f;
-    if (TResult r = provider_.DescribeMethod(methodId, requested, f); r != MRTE_RESULT_OK) return r;
-    Writer w(requested, f.given, p->validData);
-    w.String(DR_METHOD_NAME, f.name, p->szMethodName, p->uiMethodNameSize);
-    w.String(DR_METHOD_SIGNATURE, f.signature, p->szMethodSig, p->uiMethodSigSize);
-    w.String(DR_CLASS_NAME, f.className, p->szClassName, p->uiClassNameSize);
-    w.String(DR_SOURCE_FILE_NAME, f.sourceFile, p->szSourceFileName, p->uiSourceFileNameSize);
-    w.Value(DR_CLASS_ID, f.classId, p->classId);
-    w.Value(DR_MODULE_ID, f.moduleId, p->moduleId);
-    w.Value(DR_METHOD_ACCESS_TYPE, f.accessType, p->methodAccessType);
-    w.Array(DR_METHOD_LINE_NUMBERS, f.lines, p->lineNumbers);
-    if (w.Has(DR_METHOD_CODE)) {
-        p->uiCodeAddress = f.codeAddress;
-        w.Value(DR_METHOD_CODE, f.codeSize, p->uiCodeSize);
-    }
-    return w.Result();
+TResult Registry::GetMethodInfo(TId clientId, TId methodId, BitSet requested, SMethodInfo *p) noexcept {
+    return Guarded([&]() -> TResult {
+        if (TResult r = CheckRequest(clientId, p, requested, kMethodItems); r != MRTE_RESULT_OK) return r;
+        if (MissingString(requested, DR_METHOD_NAME, p->szMethodName) ||
+            MissingString(requested, DR_METHOD_SIGNATURE, p->szMethodSig) ||
+            MissingString(requested, DR_CLASS_NAME, p->szClassName) ||
+            MissingString(requested, DR_SOURCE_FILE_NAME, p->szSourceFileName) ||
+            MissingArray(requested, DR_METHOD_LINE_NUMBERS, p->lineNumbers)) {
+            return MRTE_ERROR_NULL_PTR;
+        }
+        MethodFacts f;
+        if (TResult r = provider_.DescribeMethod(methodId, requested, f); r != MRTE_RESULT_OK) return r;
+        Writer w(requested, f.given, p->validData);
+        w.String(DR_METHOD_NAME, f.name, p->szMethodName, p->uiMethodNameSize);
+        w.String(DR_METHOD_SIGNATURE, f.signature, p->szMethodSig, p->uiMethodSigSize);
+        w.String(DR_CLASS_NAME, f.className, p->szClassName, p->uiClassNameSize);
+        w.String(DR_SOURCE_FILE_NAME, f.sourceFile, p->szSourceFileName, p->uiSourceFileNameSize);
+        w.Value(DR_CLASS_ID, f.classId, p->classId);
+        w.Value(DR_MODULE_ID, f.moduleId, p->moduleId);
+        w.Value(DR_METHOD_ACCESS_TYPE, f.accessType, p->methodAccessType);
+        w.Array(DR_METHOD_LINE_NUMBERS, f.lines, p->lineNumbers);
+        if (w.Has(DR_METHOD_CODE)) {
+            p->uiCodeAddress = f.codeAddress;
+            w.Value(DR_METHOD_CODE, f.codeSize, p->uiCodeSize);
+        }
+        return w.Result();
+    });
 }
 
-TResult Registry::GetObjectInfo(TId clientId, TId objectId, BitSet requested, SObjectInfo *p) {
-    if (TResult r = CheckRequest(clientId, p, requested, kObjectItems); r != MRTE_RESULT_OK) return r;
-    ObjectFacts f;
-    if (TResult r = provider_.DescribeObject(objectId, requested, f); r != MRTE_RESULT_OK) return r;
-    Writer w(requested, f.given, p->validData);
-    w.Value(DR_CLASS_ID, f.classId, p->classId);
-    w.Value(DR_OBJECT_SIZE, f.size, p->uiObjectSize);
-    w.Value(DR_ARRAY_INFO, f.arrayInfo, p->arrayInfo);
-    return w.Result();
+TResult Registry::GetObjectInfo(TId clientId, TId objectId, BitSet requested, SObjectInfo *p) noexcept {
+    return Guarded([&]() -> TResult {
+        if (TResult r = CheckRequest(clientId, p, requested, kObjectItems); r != MRTE_RESULT_OK) return r;
+        ObjectFacts f;
+        if (TResult r = provider_.DescribeObject(objectId, requested, f); r != MRTE_RESULT_OK) return r;
+        Writer w(requested, f.given, p->validData);
+        w.Value(DR_CLASS_ID, f.classId, p->classId);
+        w.Value(DR_OBJECT_SIZE, f.size, p->uiObjectSize);
+        w.Value(DR_ARRAY_INFO, f.arrayInfo, p->arrayInfo);
+        return w.Result();
+    });
 }
 
-TResult Registry::GetThreadInfo(TId clientId, TId threadId, BitSet requested, SThreadInfo *p) {
-    if (TResult r = CheckRequest(clientId, p, requested, kThreadItems); r != MRTE_RESULT_OK) return r;
-    if (ThreadBuffersMissing(requested, *p)) return MRTE_ERROR_NULL_PTR;
-    ThreadFacts f;
-    if (TResult r = provider_.DescribeThread(threadId, requested, 0, f); r != MRTE_RESULT_OK) return r;
-    return WriteThread(requested, 0, f, *p);
+TResult Registry::GetThreadInfo(TId clientId, TId threadId, BitSet requested, SThreadInfo *p) noexcept {
+    return Guarded([&]() -> TResult {
+        if (TResult r = CheckRequest(clientId, p, requested, kThreadItems); r != MRTE_RESULT_OK) return r;
+        if (ThreadBuffersMissing(requested, *p)) return MRTE_ERROR_NULL_PTR;
+        ThreadFacts f;
+        if (TResult r = provider_.DescribeThread(threadId, requested, 0, f); r != MRTE_RESULT_OK) return r;
+        return WriteThread(requested, 0, f, *p);
+    });
 }
 
 TResult Registry::GetAllThreadsInfo(TId clientId, unsigned int maxDepth, BitSet requested,
-                                    SThreadInfoArray *p) {
-    if (TResult r = CheckRequest(clientId, p, requested, kThreadItems); r != MRTE_RESULT_OK) return r;
-    if (p->entries == nullptr && p->uiSize != 0) return MRTE_ERROR_NULL_PTR;
-    for (unsigned i = 0; i < p->uiSize; ++i) {
-        if (ThreadBuffersMissing(requested, p->entries[i].threadInfo)) return MRTE_ERROR_NULL_PTR;
-    }
-    std::vector<TId> threads;
-    if (TResult r = provider_.ListThreads(threads); r != MRTE_RESULT_OK) return r;
-    p->uiActualSize = static_cast<unsigned int>(threads.size());
-    TResult result = threads.size() > p->uiSize ? MRTE_ERROR_BUFFER_TOO_SHORT : MRTE_RESULT_OK;
-    const std::size_t n = std::min<std::size_t>(threads.size(), p->uiSize);
-    for (std::size_t i = 0; i < n; ++i) {
-        SThreadInfoArrayEntry &entry = p->entries[i];
-        entry.threadId = threads[i];
-        ThreadFacts f;
-        TResult r = provider_.DescribeThread(threads[i], requested, maxDepth, f);
-        if (r == MRTE_ERROR_ILLEGAL_ID) {  // ended since the listing: report it empty
-            entry.threadInfo.validData = DR_NONE;
-            result = Worse(result, MRTE_ERROR_PARTIAL_INFO);
-            continue;
+                                    SThreadInfoArray *p) noexcept {
+    return Guarded([&]() -> TResult {
+        if (TResult r = CheckRequest(clientId, p, requested, kThreadItems); r != MRTE_RESULT_OK) return r;
+        if (p->entries == nullptr && p->uiSize != 0) return MRTE_ERROR_NULL_PTR;
+        for (unsigned i = 0; i < p->uiSize; ++i) {
+            if (ThreadBuffersMissing(requested, p->entries[i].threadInfo)) return MRTE_ERROR_NULL_PTR;
         }
-        if (r != MRTE_RESULT_OK) return r;
-        // Depth 0: as many frames as this entry's buffer holds (no room: all, so that
-        // BUFFER_TOO_SHORT says how many there are).
-        const unsigned depth = maxDepth != 0 ? maxDepth : entry.threadInfo.stackTrace.uiSize;
-        result = Worse(result, WriteThread(requested, depth, f, entry.threadInfo));
-    }
-    return result;
+        std::vector<TId> threads;
+        if (TResult r = provider_.ListThreads(threads); r != MRTE_RESULT_OK) return r;
+        p->uiActualSize = static_cast<unsigned int>(threads.size());
+        TResult result = threads.size() > p->uiSize ? MRTE_ERROR_BUFFER_TOO_SHORT : MRTE_RESULT_OK;
+        const std::size_t n = std::min<std::size_t>(threads.size(), p->uiSize);
+        for (std::size_t i = 0; i < n; ++i) {
+            SThreadInfoArrayEntry &entry = p->entries[i];
+            entry.threadId = threads[i];
+            ThreadFacts f;
+            TResult r = provider_.DescribeThread(threads[i], requested, maxDepth, f);
+            if (r == MRTE_ERROR_ILLEGAL_ID) {  // ended since the listing: report it empty
+                entry.threadInfo.validData = DR_NONE;
+                result = Worse(result, MRTE_ERROR_PARTIAL_INFO);
+                continue;
+            }
+            if (r != MRTE_RESULT_OK) return r;
+            // Depth 0: as many frames as this entry's buffer holds (no room: all, so that
+            // BUFFER_TOO_SHORT says how many there are).
+            const unsigned depth = maxDepth != 0 ? maxDepth : entry.threadInfo.stackTrace.uiSize;
+            result = Worse(result, WriteThread(requested, depth, f, entry.threadInfo));
+        }
+        return result;
+    });
 }
 
 TResult Registry::GetObjectReferences(TId clientId, TId objectId, BitSet requested,
-                                      SObjectReferenceInfo *p) {
-    if (TResult r = CheckRequest(clientId, p, requested, kReferenceItems); r != MRTE_RESULT_OK) return r;
-    if (MissingArray(requested, DR_OBJECT_REFERENCES, p->references)) return MRTE_ERROR_NULL_PTR;
-    ObjectReferenceFacts f;
-    if (TResult r = provider_.DescribeObjectReferences(objectId, requested, f); r != MRTE_RESULT_OK) {
-        return r;
-    }
-    Writer w(requested, f.given, p->validData);
-    w.Array(DR_OBJECT_REFERENCES, f.references, p->references);
-    return w.Result();
+                                      SObjectReferenceInfo *p) noexcept {
+    return Guarded([&]() -> TResult {
+        if (TResult r = CheckRequest(clientId, p, requested, kReferenceItems); r != MRTE_RESULT_OK) return r;
+        if (MissingArray(requested, DR_OBJECT_REFERENCES, p->references)) return MRTE_ERROR_NULL_PTR;
+        ObjectReferenceFacts f;
+        if (TResult r = provider_.DescribeObjectReferences(objectId, requested, f); r != MRTE_RESULT_OK) {
+            return r;
+        }
+        Writer w(requested, f.given, p->validData);
+        w.Array(DR_OBJECT_REFERENCES, f.references, p->references);
+        return w.Result();
+    });
 }
 
 TResult Registry::GetCompiledMethodInfo(TId clientId, UIOP codeAddress, BitSet requested,
-                                        SCompiledMethodInfo *p) {
-    if (TResult r = CheckRequest(clientId, p, requested, kCompiledItems); r != MRTE_RESULT_OK) return r;
-    CompiledMethodFacts f;
-    if (TResult r = provider_.DescribeCompiledCode(codeAddress, requested, f); r != MRTE_RESULT_OK) {
-        return r;
-    }
-    Writer w(requested, f.given, p->validData);
-    w.Value(DR_METHOD_ID, f.methodId, p->methodId);
-    if (w.Has(DR_METHOD_CODE)) {
-        p->uiCodeAddress = f.codeAddress;
-        p->uiLocation = f.location;
-        w.Value(DR_METHOD_CODE, f.codeSize, p->uiCodeSize);
-    }
-    w.Value(DR_LINE_NUMBER, f.lineNumber, p->uiLineNumber);
-    return w.Result();
+                                        SCompiledMethodInfo *p) noexcept {
+    return Guarded([&]() -> TResult {
+        if (TResult r = CheckRequest(clientId, p, requested, kCompiledItems); r != MRTE_RESULT_OK) return r;
+        CompiledMethodFacts f;
+        if (TResult r = provider_.DescribeCompiledCode(codeAddress, requested, f); r != MRTE_RESULT_OK) {
+            return r;
+        }
+        Writer w(requested, f.given, p->validData);
+        w.Value(DR_METHOD_ID, f.methodId, p->methodId);
+        if (w.Has(DR_METHOD_CODE)) {
+            p->uiCodeAddress = f.codeAddress;
+            p->uiLocation = f.location;
+            w.Value(DR_METHOD_CODE, f.codeSize, p->uiCodeSize);
+        }
+        w.Value(DR_LINE_NUMBER, f.lineNumber, p->uiLineNumber);
+        return w.Result();
+    });
 }
 
 // ---- Miscellaneous -----------------------------------------------------------------
 
-TResult Registry::GetCurrentThreadId(TId clientId, TId *pThreadId) {
-    if (Find(clientId) == nullptr) return MRTE_ERROR_ILLEGAL_ID;
-    if (pThreadId == nullptr) return MRTE_ERROR_NULL_PTR;
-    return provider_.CurrentThread(*pThreadId);
+TResult Registry::GetCurrentThreadId(TId clientId, TId *pThreadId) noexcept {
+    return Guarded([&]() -> TResult {
+        if (Find(clientId) == nullptr) return MRTE_ERROR_ILLEGAL_ID;
+        if (pThreadId == nullptr) return MRTE_ERROR_NULL_PTR;
+        return provider_.CurrentThread(*pThreadId);
+    });
 }
 
-TResult Registry::GetRuntimeInfo(TId clientId, SRuntimeInfo *pInfo) {
-    if (Find(clientId) == nullptr) return MRTE_ERROR_ILLEGAL_ID;
-    if (pInfo == nullptr) return MRTE_ERROR_NULL_PTR;
-    const RuntimeDescription d = provider_.Describe();
-    pInfo->runtimeType = d.type;
-    auto copy = [](const std::string &from, char *to, std::size_t capacity) {
-        const std::size_t n = std::min(from.size(), capacity - 1);
-        std::memcpy(to, from.data(), n);
-        to[n] = '\0';
-    };
-    copy(d.name, pInfo->szRuntimeName, sizeof pInfo->szRuntimeName);
-    copy(d.version, pInfo->szRuntimeVersion, sizeof pInfo->szRuntimeVersion);
-    pInfo->uiMpiVersion = MARTINI_MPI_VERSION;
-    return MRTE_RESULT_OK;
+TResult Registry::GetRuntimeInfo(TId clientId, SRuntimeInfo *pInfo) noexcept {
+    return Guarded([&]() -> TResult {
+        if (Find(clientId) == nullptr) return MRTE_ERROR_ILLEGAL_ID;
+        if (pInfo == nullptr) return MRTE_ERROR_NULL_PTR;
+        const RuntimeDescription d = provider_.Describe();
+        pInfo->runtimeType = d.type;
+        auto copy = [](const std::string &from, char *to, std::size_t capacity) {
+            const std::size_t n = std::min(from.size(), capacity - 1);
+            std::memcpy(to, from.data(), n);
+            to[n] = '\0';
+        };
+        copy(d.name, pInfo->szRuntimeName, sizeof pInfo->szRuntimeName);
+        copy(d.version, pInfo->szRuntimeVersion, sizeof pInfo->szRuntimeVersion);
+        pInfo->uiMpiVersion = MARTINI_MPI_VERSION;
+        return MRTE_RESULT_OK;
+    });
 }
 
-TResult Registry::SuspendVM(TId clientId) {
-    if (Find(clientId) == nullptr) return MRTE_ERROR_ILLEGAL_ID;
-    if (!live()) return MRTE_ERROR_PHASE_FAILURE;
-    return provider_.SuspendAll();
+TResult Registry::SuspendVM(TId clientId) noexcept {
+    return Guarded([&]() -> TResult {
+        if (Find(clientId) == nullptr) return MRTE_ERROR_ILLEGAL_ID;
+        if (!live()) return MRTE_ERROR_PHASE_FAILURE;
+        return provider_.SuspendAll();
+    });
 }
 
-TResult Registry::ResumeVM(TId clientId) {
-    if (Find(clientId) == nullptr) return MRTE_ERROR_ILLEGAL_ID;
-    if (!live()) return MRTE_ERROR_PHASE_FAILURE;
-    return provider_.ResumeAll();
+TResult Registry::ResumeVM(TId clientId) noexcept {
+    return Guarded([&]() -> TResult {
+        if (Find(clientId) == nullptr) return MRTE_ERROR_ILLEGAL_ID;
+        if (!live()) return MRTE_ERROR_PHASE_FAILURE;
+        return provider_.ResumeAll();
+    });
 }
 
-TResult Registry::RunGC(TId clientId) {
-    if (Find(clientId) == nullptr) return MRTE_ERROR_ILLEGAL_ID;
-    if (!live()) return MRTE_ERROR_PHASE_FAILURE;
-    return provider_.RunGc();
+TResult Registry::RunGC(TId clientId) noexcept {
+    return Guarded([&]() -> TResult {
+        if (Find(clientId) == nullptr) return MRTE_ERROR_ILLEGAL_ID;
+        if (!live()) return MRTE_ERROR_PHASE_FAILURE;
+        return provider_.RunGc();
+    });
 }
 
-TResult Registry::SetAllocationSamplingInterval(TId clientId, unsigned int bytes) {
-    if (Find(clientId) == nullptr) return MRTE_ERROR_ILLEGAL_ID;
-    std::lock_guard lock(samplingMutex_);
-    if (samplingSet_ && bytes >= samplingInterval_) return MRTE_RESULT_OK;  // a smaller one holds
-    const TResult r = provider_.SetAllocationSampling(bytes);
-    if (r == MRTE_RESULT_OK) {
-        samplingSet_ = true;
-        samplingInterval_ = bytes;
-    }
-    return r;
+TResult Registry::SetAllocationSamplingInterval(TId clientId, unsigned int bytes) noexcept {
+    return Guarded([&]() -> TResult {
+        if (Find(clientId) == nullptr) return MRTE_ERROR_ILLEGAL_ID;
+        std::lock_guard lock(samplingMutex_);
+        if (samplingSet_ && bytes >= samplingInterval_) return MRTE_RESULT_OK;  // a smaller one holds
+        const TResult r = provider_.SetAllocationSampling(bytes);
+        if (r == MRTE_RESULT_OK) {
+            samplingSet_ = true;
+            samplingInterval_ = bytes;
+        }
+        return r;
+    });
 }
 
 }  // namespace martini::core

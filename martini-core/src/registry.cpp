@@ -1,6 +1,6 @@
 #include "registry.h"
 
-#include "log.h"
+#include "martini/core/log.h"
 
 #include <dlfcn.h>
 
@@ -17,7 +17,7 @@ namespace {
 // is a checked downcast: Type() is final in each I<Name>EventObserver.
 void *TypedObserver(IEventObserver &observer, TEventType event) {
     switch (event) {
-#define MARTINI_X_CAST(Name, Const, Group, Items, Shape) \
+#define MARTINI_X_CAST(Name, Const, Number, Group, Items, Shape) \
     case Const:                                          \
         return static_cast<I##Name##EventObserver *>(&observer);
         MARTINI_MPI_EVENTS(MARTINI_X_CAST)
@@ -29,7 +29,7 @@ void *TypedObserver(IEventObserver &observer, TEventType event) {
 
 BitSet SupportedData(TEventType event) {
     switch (event) {
-#define MARTINI_X_ITEMS(Name, Const, Group, Items, Shape) \
+#define MARTINI_X_ITEMS(Name, Const, Number, Group, Items, Shape) \
     case Const:                                           \
         return Items;
         MARTINI_MPI_EVENTS(MARTINI_X_ITEMS)
@@ -50,14 +50,6 @@ std::string CurrentExceptionText() {
 }
 
 }  // namespace
-
-void LogLine(std::string_view message) noexcept {
-    std::string line = "martini: ";
-    line.append(message);
-    line.push_back('\n');
-    std::fwrite(line.data(), 1, line.size(), stderr);
-    std::fflush(stderr);
-}
 
 Registry::Registry(Core &core, Provider &provider) : core_(core), provider_(provider) {}
 
@@ -88,14 +80,14 @@ unsigned Registry::ClientCount() const noexcept {
 
 // ---- Registration --------------------------------------------------------------
 
-TResult Registry::RegisterEvent(TId clientId, IEventObserver &observer) {
+TResult Registry::RegisterEvent(TId clientId, IEventObserver &observer) noexcept {
     Client *client = Find(clientId);
     if (client == nullptr) return MRTE_ERROR_ILLEGAL_ID;
     if (!InInstantiateOf(*client)) return MRTE_ERROR_PHASE_FAILURE;
     const TEventType event = observer.Type();
     if (event <= EV_NONE || event >= EV_LAST) return MRTE_ERROR_ILLEGAL_ARGUMENT;
     if (!provider_.CanRaise(event)) return MRTE_ERROR_NOT_SUPPORTED;
-    for (const auto &r : client->registrations) {
+    for (const auto &r : client->Registrations()) {
         if (r.event == event) return MRTE_ERROR_ILLEGAL_ARGUMENT;  // one per event
     }
     BitSet wanted = DR_NONE;
@@ -104,11 +96,12 @@ TResult Registry::RegisterEvent(TId clientId, IEventObserver &observer) {
     } catch (...) {
         return MRTE_ERROR_FAIL;
     }
-    client->registrations.push_back({event, TypedObserver(observer, event), wanted});
+    // Fixed storage (one registration per event at most): registering cannot allocate.
+    client->registrations[client->registrationCount++] = {event, TypedObserver(observer, event), wanted};
     return MRTE_RESULT_OK;
 }
 
-TResult Registry::SetEventGroupFilter(TId clientId, TEventGroup group, IEventFilter &filter) {
+TResult Registry::SetEventGroupFilter(TId clientId, TEventGroup group, IEventFilter &filter) noexcept {
     Client *client = Find(clientId);
     if (client == nullptr) return MRTE_ERROR_ILLEGAL_ID;
     if (!InInstantiateOf(*client)) return MRTE_ERROR_PHASE_FAILURE;
@@ -120,15 +113,15 @@ TResult Registry::SetEventGroupFilter(TId clientId, TEventGroup group, IEventFil
     return MRTE_RESULT_OK;
 }
 
-TResult Registry::EnableEventGroup(TId clientId, TEventGroup group) {
+TResult Registry::EnableEventGroup(TId clientId, TEventGroup group) noexcept {
     return SetGroupEnabled(clientId, group, true);
 }
 
-TResult Registry::DisableEventGroup(TId clientId, TEventGroup group) {
+TResult Registry::DisableEventGroup(TId clientId, TEventGroup group) noexcept {
     return SetGroupEnabled(clientId, group, false);
 }
 
-TResult Registry::SetGroupEnabled(TId clientId, TEventGroup group, bool enabled) {
+TResult Registry::SetGroupEnabled(TId clientId, TEventGroup group, bool enabled) noexcept {
     Client *client = Find(clientId);
     if (client == nullptr) return MRTE_ERROR_ILLEGAL_ID;
     if (group <= EG_NONE || group >= EG_LAST) return MRTE_ERROR_ILLEGAL_ARGUMENT;
@@ -138,16 +131,18 @@ TResult Registry::SetGroupEnabled(TId clientId, TEventGroup group, bool enabled)
         client->groupEnabled[group] = enabled;
         return MRTE_RESULT_OK;
     }
-    std::lock_guard lock(mutex_);
-    client->groupEnabled[group] = enabled;
-    if (frozen_) RecomputeEnabledLocked();
-    return MRTE_RESULT_OK;
+    return Guarded([&] {  // std::mutex::lock may throw std::system_error
+        std::lock_guard lock(mutex_);
+        client->groupEnabled[group] = enabled;
+        if (frozen_) RecomputeEnabledLocked();
+        return MRTE_RESULT_OK;
+    });
 }
 
 void Registry::RecomputeEnabledLocked() {
     std::array<ClientMask, EV_LAST> masks{};
     for (const auto &client : Clients()) {
-        for (const auto &r : client->registrations) {
+        for (const auto &r : client->Registrations()) {
             const EEventGroup group = EventGroupOf(r.event);
             if (group == EG_NONE || client->groupEnabled[group]) {
                 masks[r.event] |= ClientMask{1} << client->index;
@@ -175,7 +170,7 @@ void Registry::FinishInit() {
 // chooses the runtime's capabilities from them before FinishInit). Nothing is
 // delivered until FinishInit sets the enabled masks. Caller holds mutex_.
 void Registry::CommitLocked(const Client &client) {
-    for (const auto &r : client.registrations) {
+    for (const auto &r : client.Registrations()) {
         auto &table = core_.tables_[r.event];
         table.observers[table.count] = r.observer;
         auto &slot = table.slots[table.count++];
@@ -284,7 +279,7 @@ Core::LoadResult Registry::Instantiate(std::string name, void *dlHandle,
     if (!thrown.empty() || rc != MRTE_RESULT_OK) {
         // Leave no trace: the client's registrations never reach the tables, and its
         // id is retired (kept as a tombstone so later ids stay dense and stable).
-        raw->registrations.clear();
+        raw->registrationCount = 0;
         raw->filters.fill(nullptr);
         raw->state.store(Client::kFailed, std::memory_order_release);
         return fail(thrown.empty() ? std::string("MPICL_Instantiate returned ") + ResultName(rc)
@@ -311,7 +306,7 @@ ClientMask Registry::Interest(EEventGroup group, TId elementId, void *filterData
     ClientMask mask = 0;
     for (const auto &client : Clients()) {
         bool observes = false;
-        for (const auto &r : client->registrations) observes |= EventGroupOf(r.event) == group;
+        for (const auto &r : client->Registrations()) observes |= EventGroupOf(r.event) == group;
         if (!observes) continue;
         IEventFilter *filter = client->filters[group];
         bool wants = true;

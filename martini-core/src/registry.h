@@ -10,6 +10,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <span>
 #include <string>
 #include <thread>
@@ -19,34 +20,47 @@ namespace martini::core {
 
 using namespace Martini::MPI;
 
+// Runs an IMpi function's body so that nothing escapes it: a provider's facts may
+// need memory, and running out is a result code for the client, not a crash.
+template <class Body>
+TResult Guarded(Body &&body) noexcept {
+    try {
+        return body();
+    } catch (const std::bad_alloc &) {
+        return MRTE_ERROR_OUT_OF_MEMORY;
+    } catch (...) {
+        return MRTE_ERROR_FAIL;
+    }
+}
+
 class Registry final : public IMpi {
 public:
     Registry(Core &core, Provider &provider);
     ~Registry();
 
     // ---- IMpi
-    TResult RegisterEvent(TId clientId, IEventObserver &observer) override;
-    TResult SetEventGroupFilter(TId clientId, TEventGroup group, IEventFilter &filter) override;
-    TResult EnableEventGroup(TId clientId, TEventGroup group) override;
-    TResult DisableEventGroup(TId clientId, TEventGroup group) override;
-    TResult GetModuleInfo(TId clientId, TId moduleId, BitSet requested, SModuleInfo *pData) override;
-    TResult GetClassInfo(TId clientId, TId classId, BitSet requested, SClassInfo *pData) override;
-    TResult GetMethodInfo(TId clientId, TId methodId, BitSet requested, SMethodInfo *pData) override;
-    TResult GetObjectInfo(TId clientId, TId objectId, BitSet requested, SObjectInfo *pData) override;
-    TResult GetThreadInfo(TId clientId, TId threadId, BitSet requested, SThreadInfo *pData) override;
+    TResult RegisterEvent(TId clientId, IEventObserver &observer) noexcept override;
+    TResult SetEventGroupFilter(TId clientId, TEventGroup group, IEventFilter &filter) noexcept override;
+    TResult EnableEventGroup(TId clientId, TEventGroup group) noexcept override;
+    TResult DisableEventGroup(TId clientId, TEventGroup group) noexcept override;
+    TResult GetModuleInfo(TId clientId, TId moduleId, BitSet requested, SModuleInfo *pData) noexcept override;
+    TResult GetClassInfo(TId clientId, TId classId, BitSet requested, SClassInfo *pData) noexcept override;
+    TResult GetMethodInfo(TId clientId, TId methodId, BitSet requested, SMethodInfo *pData) noexcept override;
+    TResult GetObjectInfo(TId clientId, TId objectId, BitSet requested, SObjectInfo *pData) noexcept override;
+    TResult GetThreadInfo(TId clientId, TId threadId, BitSet requested, SThreadInfo *pData) noexcept override;
     TResult GetAllThreadsInfo(TId clientId, unsigned int maxDepth, BitSet requested,
-                              SThreadInfoArray *pData) override;
+                              SThreadInfoArray *pData) noexcept override;
     TResult GetObjectReferences(TId clientId, TId objectId, BitSet requested,
-                                SObjectReferenceInfo *pData) override;
+                                SObjectReferenceInfo *pData) noexcept override;
     TResult GetCompiledMethodInfo(TId clientId, UIOP codeAddress, BitSet requested,
-                                  SCompiledMethodInfo *pData) override;
-    TResult GetCurrentThreadId(TId clientId, TId *pThreadId) override;
-    TResult GetRuntimeInfo(TId clientId, SRuntimeInfo *pInfo) override;
-    TResult SuspendVM(TId clientId) override;
-    TResult ResumeVM(TId clientId) override;
-    TResult RunGC(TId clientId) override;
-    unsigned int GetApiVersion() override { return MARTINI_MPI_VERSION; }
-    TResult SetAllocationSamplingInterval(TId clientId, unsigned int bytes) override;
+                                  SCompiledMethodInfo *pData) noexcept override;
+    TResult GetCurrentThreadId(TId clientId, TId *pThreadId) noexcept override;
+    TResult GetRuntimeInfo(TId clientId, SRuntimeInfo *pInfo) noexcept override;
+    TResult SuspendVM(TId clientId) noexcept override;
+    TResult ResumeVM(TId clientId) noexcept override;
+    TResult RunGC(TId clientId) noexcept override;
+    unsigned int GetApiVersion() noexcept override { return MARTINI_MPI_VERSION; }
+    TResult SetAllocationSamplingInterval(TId clientId, unsigned int bytes) noexcept override;
 
     // ---- Core's side
     Core::LoadResult Load(const ClientSpec &spec);
@@ -64,16 +78,20 @@ public:
 
 private:
     struct Registration {
-        TEventType event;
-        void *observer;  // I<Name>EventObserver*
-        BitSet wanted;
+        TEventType event = EV_NONE;
+        void *observer = nullptr;  // I<Name>EventObserver*
+        BitSet wanted = 0;
     };
     struct Client {
         TId id = 0;
         std::uint32_t index = 0;
         std::string name;
         void *dlHandle = nullptr;
-        std::vector<Registration> registrations;
+        std::array<Registration, EV_LAST> registrations{};  // one per event at most
+        std::size_t registrationCount = 0;
+        std::span<const Registration> Registrations() const noexcept {
+            return {registrations.data(), registrationCount};
+        }
         std::array<IEventFilter *, EG_LAST> filters{};
         std::array<bool, EG_LAST> groupEnabled{};
         std::atomic<std::uint64_t> handlerFailures{0};
@@ -87,12 +105,12 @@ private:
 
     Client *Find(TId clientId) const noexcept;
     bool InInstantiateOf(const Client &client) const noexcept;
-    TResult SetGroupEnabled(TId clientId, TEventGroup group, bool enabled);
+    TResult SetGroupEnabled(TId clientId, TEventGroup group, bool enabled) noexcept;
     void CommitLocked(const Client &client);
     // Recomputes every event table's `enabled` mask; caller holds mutex_.
     void RecomputeEnabledLocked();
     bool live() const noexcept { return live_.load(std::memory_order_acquire); }
-    TResult CheckRequest(TId clientId, const void *pData, BitSet requested, BitSet answerable) const;
+    TResult CheckRequest(TId clientId, const void *pData, BitSet requested, BitSet answerable) const noexcept;
 
     Core &core_;
     Provider &provider_;

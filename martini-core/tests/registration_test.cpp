@@ -197,3 +197,59 @@ TEST(Registration, ObserverDefaultDataTypesAreEverythingTheEventSupports) {
 
 }  // namespace
 }  // namespace martini::test
+
+namespace martini::test {
+namespace {
+
+// Every IMpi function promises never to throw: the promise is in its type, so a client
+// may call it from a noexcept handler and an override that could throw does not build.
+#define MARTINI_EXPECT_NOEXCEPT(call) static_assert(noexcept(std::declval<IMpi &>().call), #call " may throw")
+MARTINI_EXPECT_NOEXCEPT(RegisterEvent(0, std::declval<IEventObserver &>()));
+MARTINI_EXPECT_NOEXCEPT(SetEventGroupFilter(0, EG_HEAP, std::declval<IEventFilter &>()));
+MARTINI_EXPECT_NOEXCEPT(EnableEventGroup(0, EG_HEAP));
+MARTINI_EXPECT_NOEXCEPT(DisableEventGroup(0, EG_HEAP));
+MARTINI_EXPECT_NOEXCEPT(GetModuleInfo(0, 0, 0, nullptr));
+MARTINI_EXPECT_NOEXCEPT(GetClassInfo(0, 0, 0, nullptr));
+MARTINI_EXPECT_NOEXCEPT(GetMethodInfo(0, 0, 0, nullptr));
+MARTINI_EXPECT_NOEXCEPT(GetObjectInfo(0, 0, 0, nullptr));
+MARTINI_EXPECT_NOEXCEPT(GetThreadInfo(0, 0, 0, nullptr));
+MARTINI_EXPECT_NOEXCEPT(GetAllThreadsInfo(0, 0, 0, nullptr));
+MARTINI_EXPECT_NOEXCEPT(GetObjectReferences(0, 0, 0, nullptr));
+MARTINI_EXPECT_NOEXCEPT(GetCompiledMethodInfo(0, 0, 0, nullptr));
+MARTINI_EXPECT_NOEXCEPT(GetCurrentThreadId(0, nullptr));
+MARTINI_EXPECT_NOEXCEPT(GetRuntimeInfo(0, nullptr));
+MARTINI_EXPECT_NOEXCEPT(SuspendVM(0));
+MARTINI_EXPECT_NOEXCEPT(ResumeVM(0));
+MARTINI_EXPECT_NOEXCEPT(RunGC(0));
+MARTINI_EXPECT_NOEXCEPT(GetApiVersion());
+MARTINI_EXPECT_NOEXCEPT(SetAllocationSamplingInterval(0, 0));
+#undef MARTINI_EXPECT_NOEXCEPT
+
+TEST(Registration, EveryEventOfTheCatalogCanBeRegisteredWithoutAllocating) {
+    // Registrations live in fixed storage: one per event, for every event at once.
+    FakeProvider provider;
+    Core core(provider);
+    static std::vector<std::unique_ptr<IEventObserver>> observers;
+    auto instantiate = [](IMpi *mpi, TId id, const char *) -> TResult {
+#define MARTINI_X_REGISTER_DATA(Name)                                                  \
+    struct Name##Observer : I##Name##EventObserver {                                   \
+        void HandleEvent(S##Name##EventData &) override {}                             \
+    };
+#define MARTINI_X_REGISTER_NODATA(Name)                                                \
+    struct Name##Observer : I##Name##EventObserver {                                   \
+        void HandleEvent() override {}                                                 \
+    };
+#define MARTINI_X_REGISTER(Name, Const, Number, Group, Items, Shape)                   \
+    MARTINI_X_REGISTER_##Shape(Name) observers.push_back(std::make_unique<Name##Observer>()); \
+    if (mpi->RegisterEvent(id, *observers.back()) != MRTE_RESULT_OK) return MRTE_ERROR_FAIL;
+        MARTINI_MPI_EVENTS(MARTINI_X_REGISTER)
+#undef MARTINI_X_REGISTER
+#undef MARTINI_X_REGISTER_DATA
+#undef MARTINI_X_REGISTER_NODATA
+        return MRTE_RESULT_OK;
+    };
+    EXPECT_TRUE(core.AddClient("all", instantiate, "").ok());
+}
+
+}  // namespace
+}  // namespace martini::test

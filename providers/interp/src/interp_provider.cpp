@@ -46,23 +46,6 @@ EMethodAccessType AccessOf(std::uint32_t flags) {
     return MAT_PACKAGE_API;
 }
 
-// Bundled clients: $MARTINI_CLIENT_PATH, then next to this library (build tree:
-// providers/interp/ -> clients/; installed: lib/ -> lib/martini/clients).
-std::vector<std::string> SearchDirs(const char *configured) {
-    if (configured != nullptr) return core::SplitSearchPath(configured);
-    std::vector<std::string> dirs;
-    if (const char *env = std::getenv("MARTINI_CLIENT_PATH")) dirs = core::SplitSearchPath(env);
-    Dl_info info{};
-    if (dladdr(reinterpret_cast<void *>(&SearchDirs), &info) != 0 && info.dli_fname != nullptr) {
-        std::string lib(info.dli_fname);
-        const std::string dir = lib.substr(0, lib.rfind('/') == std::string::npos ? 0 : lib.rfind('/'));
-        const std::string base = dir.empty() ? "." : dir;
-        dirs.push_back(base + "/../../clients");    // build tree
-        dirs.push_back(base + "/martini/clients");  // installed
-    }
-    return dirs;
-}
-
 }  // namespace
 
 namespace {
@@ -79,25 +62,15 @@ InterpProvider::~InterpProvider() {
 }
 
 std::string InterpProvider::Start(const martini_config &config) {
-    std::vector<core::ClientSpec> specs;
-    if (std::string err = core::ParseClientList(config.clients ? config.clients : "", specs); !err.empty()) {
-        return "bad client list: " + err;
-    }
-    if (specs.empty()) return "no client given";
     core::Clock::Calibrate();
     core_ = std::make_unique<core::Core>(*this);
-    const std::vector<std::string> dirs = SearchDirs(config.client_path);
-    unsigned loaded = 0;
-    for (core::ClientSpec &spec : specs) {
-        if (std::string err = core::ResolveClientPath(spec, dirs); !err.empty()) {
-            std::fprintf(stderr, "martini: %s; the other clients are unaffected\n", err.c_str());
-            continue;
-        }
-        if (core_->LoadClient(spec).ok()) ++loaded;  // LoadClient names a failure itself
-    }
-    if (loaded == 0) {
+    const core::ClientsLoaded clients = core::LoadClients(
+        *core_, config.clients ? config.clients : "", core::DirectoryOf(&gGenerations),
+        config.client_path);
+    if (!clients.error.empty() || clients.loaded == 0) {
         core_.reset();
-        return "no client could be loaded (see the messages above)";
+        if (!clients.error.empty()) return "bad client list: " + clients.error;
+        return clients.requested == 0 ? "no client given" : "no client could be loaded (see the messages above)";
     }
     core_->FinishInit();
     enterWanted_ = core_->RequestedData(EV_METHOD_ENTER);

@@ -12,7 +12,7 @@ using json = nlohmann::json;
 using core::Put;
 
 TEventType EventFromName(const std::string &name) {
-#define MARTINI_X_NAME(Name, Const, Group, Items, Shape) \
+#define MARTINI_X_NAME(Name, Const, Number, Group, Items, Shape) \
     if (name == #Name) return Const;
     MARTINI_MPI_EVENTS(MARTINI_X_NAME)
 #undef MARTINI_X_NAME

@@ -211,7 +211,7 @@ TEST(Replay, BundledShopTraceHasTheProgramsKnownCounts) {
 }
 
 TEST(Replay, EveryCatalogEventHasATraceName) {
-#define MARTINI_X_CHECK(Name, Const, Group, Items, Shape) EXPECT_EQ(replay::EventFromName(#Name), Const);
+#define MARTINI_X_CHECK(Name, Const, Number, Group, Items, Shape) EXPECT_EQ(replay::EventFromName(#Name), Const);
     MARTINI_MPI_EVENTS(MARTINI_X_CHECK)
 #undef MARTINI_X_CHECK
     EXPECT_EQ(replay::EventFromName("NoSuchEvent"), EV_NONE);

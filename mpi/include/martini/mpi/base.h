@@ -74,39 +74,60 @@ inline const char *ResultName(TResult r) {
 // Values are append-only.
 typedef BitSet TDataRequestType;
 
-const BitSet DR_NONE                   = 0;
-const BitSet DR_METHOD_ID              = BitSet(1) << 0;
-const BitSet DR_METHOD_NAME            = BitSet(1) << 1;
-const BitSet DR_METHOD_SIGNATURE       = BitSet(1) << 2;
-const BitSet DR_METHOD_LINE_NUMBERS    = BitSet(1) << 3;   // offset -> line table
-const BitSet DR_METHOD_ACCESS_TYPE     = BitSet(1) << 4;   // EMethodAccessType
-const BitSet DR_CLASS_ID               = BitSet(1) << 5;
-const BitSet DR_CLASS_NAME             = BitSet(1) << 6;   // source form: java.util.HashMap$Node
-const BitSet DR_SOURCE_FILE_NAME       = BitSet(1) << 7;
-const BitSet DR_MODULE_ID              = BitSet(1) << 8;
-const BitSet DR_MODULE_NAME            = BitSet(1) << 9;
-const BitSet DR_THREAD_ID              = BitSet(1) << 10;
-const BitSet DR_THREAD_NAME            = BitSet(1) << 11;
-const BitSet DR_THREAD_GROUP           = BitSet(1) << 12;
-const BitSet DR_THREAD_PARENT_ID       = BitSet(1) << 13;  // the thread that started it
-const BitSet DR_THREAD_STATE           = BitSet(1) << 14;  // EThreadState
-const BitSet DR_VM_CALL_STACK          = BitSet(1) << 15;  // managed frames, innermost first
-const BitSet DR_OBJECT_ID              = BitSet(1) << 16;
-const BitSet DR_OBJECT_SIZE            = BitSet(1) << 17;  // bytes
-const BitSet DR_ARRAY_INFO             = BitSet(1) << 18;  // SArrayInfo
-const BitSet DR_CPU_TIMESTAMP          = BitSet(1) << 19;  // monotonic wall clock, ns
-const BitSet DR_THREAD_CPU_TIME        = BitSet(1) << 20;  // CPU time of the thread, ns
-const BitSet DR_METHOD_CODE            = BitSet(1) << 21;  // native code address and size
-const BitSet DR_CLASS_METHODS          = BitSet(1) << 22;  // ids of the class's methods
-const BitSet DR_MONITOR_OWNER_THREAD_ID = BitSet(1) << 23; // holder of a contended monitor
-const BitSet DR_MONITOR_TIMEOUT        = BitSet(1) << 24;  // wait timeout (ms) / timed out
-const BitSet DR_OBJECT_REFERENCES      = BitSet(1) << 25;  // objects an object refers to
-const BitSet DR_INTERACTION_TYPE       = BitSet(1) << 26;  // EThreadInteractionType
-const BitSet DR_ALLOC_LOCATION         = BitSet(1) << 27;  // allocating method and offset
-const BitSet DR_CODE_NAME              = BitSet(1) << 28;  // name of generated code
-const BitSet DR_COMMAND                = BitSet(1) << 29;  // external-control payload
-const BitSet DR_MOVED_REFERENCES       = BitSet(1) << 30;  // old -> new object ids
-const BitSet DR_LINE_NUMBER            = BitSet(1) << 31;  // source line of a location
+const BitSet DR_NONE = 0;
+
+// Columns: X(DR_CONSTANT, bit). The bit is part of the ABI: append-only, never
+// changed or reused (checked below; mpi-abi-snapshot holds them as released).
+#define MARTINI_MPI_DATA_ITEMS(X)                                                                  \
+    X(DR_METHOD_ID, 0)                                                                             \
+    X(DR_METHOD_NAME, 1)                                                                           \
+    X(DR_METHOD_SIGNATURE, 2)                                                                      \
+    X(DR_METHOD_LINE_NUMBERS, 3)                /* offset -> line table */                         \
+    X(DR_METHOD_ACCESS_TYPE, 4)                 /* EMethodAccessType */                            \
+    X(DR_CLASS_ID, 5)                                                                              \
+    X(DR_CLASS_NAME, 6)                         /* source form: java.util.HashMap$Node */          \
+    X(DR_SOURCE_FILE_NAME, 7)                                                                      \
+    X(DR_MODULE_ID, 8)                                                                             \
+    X(DR_MODULE_NAME, 9)                                                                           \
+    X(DR_THREAD_ID, 10)                                                                            \
+    X(DR_THREAD_NAME, 11)                                                                          \
+    X(DR_THREAD_GROUP, 12)                                                                         \
+    X(DR_THREAD_PARENT_ID, 13)                  /* the thread that started it */                   \
+    X(DR_THREAD_STATE, 14)                      /* EThreadState */                                 \
+    X(DR_VM_CALL_STACK, 15)                     /* managed frames, innermost first */              \
+    X(DR_OBJECT_ID, 16)                                                                            \
+    X(DR_OBJECT_SIZE, 17)                       /* bytes */                                        \
+    X(DR_ARRAY_INFO, 18)                        /* SArrayInfo */                                   \
+    X(DR_CPU_TIMESTAMP, 19)                     /* monotonic wall clock, ns */                     \
+    X(DR_THREAD_CPU_TIME, 20)                   /* CPU time of the thread, ns */                   \
+    X(DR_METHOD_CODE, 21)                       /* native code address and size */                 \
+    X(DR_CLASS_METHODS, 22)                     /* ids of the class's methods */                   \
+    X(DR_MONITOR_OWNER_THREAD_ID, 23)           /* holder of a contended monitor */                \
+    X(DR_MONITOR_TIMEOUT, 24)                   /* wait timeout (ms) / timed out */                \
+    X(DR_OBJECT_REFERENCES, 25)                 /* objects an object refers to */                  \
+    X(DR_INTERACTION_TYPE, 26)                  /* EThreadInteractionType */                       \
+    X(DR_ALLOC_LOCATION, 27)                    /* allocating method and offset */                 \
+    X(DR_CODE_NAME, 28)                         /* name of generated code */                       \
+    X(DR_COMMAND, 29)                           /* external-control payload */                     \
+    X(DR_MOVED_REFERENCES, 30)                  /* old -> new object ids */                        \
+    X(DR_LINE_NUMBER, 31)                       /* source line of a location */
+
+#define MARTINI_MPI_X_ITEM(Name, Bit) const BitSet Name = BitSet(1) << Bit;
+MARTINI_MPI_DATA_ITEMS(MARTINI_MPI_X_ITEM)
+#undef MARTINI_MPI_X_ITEM
+
+namespace detail {
+constexpr bool DataItemBitsAreUnique() {
+    BitSet seen = 0;
+#define MARTINI_MPI_X_ITEM(Name, Bit)                               \
+    if (Bit >= 64 || (seen & (BitSet(1) << Bit))) return false; \
+    seen |= BitSet(1) << Bit;
+    MARTINI_MPI_DATA_ITEMS(MARTINI_MPI_X_ITEM)
+#undef MARTINI_MPI_X_ITEM
+    return true;
+}
+static_assert(DataItemBitsAreUnique(), "MARTINI_MPI_DATA_ITEMS: every item needs its own bit below 64 (append-only)");
+}  // namespace detail
 
 // ---------------------------------------------------------------------------------
 // Event groups: events that are filtered, enabled and disabled together.

@@ -5,8 +5,13 @@
 // format's event names, the documentation table) is generated from it. Adding an
 // event is one line here, one data struct below, plus the provider work.
 //
-// Columns: X(Name, EV_CONSTANT, group, supported data items, shape)
+// Columns: X(Name, EV_CONSTANT, number, group, supported data items, shape)
 //   Name    -> I<Name>EventObserver and S<Name>EventData
+//   number  -> the TEventType value, part of the ABI: clients already built carry it.
+//              Append-only: a new event takes the next unused number wherever its row
+//              goes; a number is never changed or reused. A compile-time check below
+//              refuses duplicates, and mpi-abi-snapshot (mpi/tests/) holds every
+//              number as released.
 //   shape   -> DATA: HandleEvent(S<Name>EventData &data); NODATA: HandleEvent()
 #pragma once
 
@@ -15,78 +20,102 @@
 namespace Martini {
 namespace MPI {
 
-#define MARTINI_MPI_EVENTS(X)                                                                 \
-    /* lifecycle */                                                                           \
-    X(VmInit, EV_VM_INIT, EG_NONE, DR_THREAD_ID, DATA)                                        \
-    X(VmShutdown, EV_VM_SHUTDOWN, EG_NONE, DR_NONE, NODATA)                                   \
-    /* code */                                                                                \
-    X(ModuleLoad, EV_MODULE_LOAD, EG_NONE, DR_MODULE_ID | DR_MODULE_NAME, DATA)               \
-    X(ModuleUnload, EV_MODULE_UNLOAD, EG_NONE, DR_MODULE_ID | DR_MODULE_NAME, DATA)           \
-    X(ClassLoad, EV_CLASS_LOAD, EG_NONE,                                                      \
-      DR_CLASS_ID | DR_CLASS_NAME | DR_SOURCE_FILE_NAME | DR_MODULE_ID | DR_THREAD_ID, DATA)  \
-    X(NewMethod, EV_NEW_METHOD, EG_NONE,                                                      \
-      DR_METHOD_ID | DR_METHOD_NAME | DR_METHOD_SIGNATURE | DR_METHOD_ACCESS_TYPE |           \
-          DR_CLASS_ID | DR_CLASS_NAME | DR_SOURCE_FILE_NAME | DR_MODULE_ID |                  \
-          DR_METHOD_LINE_NUMBERS,                                                             \
-      DATA)                                                                                   \
-    X(JittedMethodLoaded, EV_JITTED_METHOD_LOADED, EG_NONE,                                   \
-      DR_METHOD_ID | DR_METHOD_CODE, DATA)                                                    \
-    X(JittedMethodUnloaded, EV_JITTED_METHOD_UNLOADED, EG_NONE,                               \
-      DR_METHOD_ID | DR_METHOD_CODE, DATA)                                                    \
-    X(DynamicCodeGenerated, EV_DYNAMIC_CODE_GENERATED, EG_NONE,                               \
-      DR_CODE_NAME | DR_METHOD_CODE, DATA)                                                    \
-    /* call graph */                                                                          \
-    X(MethodEnter, EV_METHOD_ENTER, EG_CALL_GRAPH,                                            \
-      DR_METHOD_ID | DR_THREAD_ID | DR_CPU_TIMESTAMP | DR_THREAD_CPU_TIME, DATA)              \
-    X(MethodLeave, EV_METHOD_LEAVE, EG_CALL_GRAPH,                                            \
-      DR_METHOD_ID | DR_THREAD_ID | DR_CPU_TIMESTAMP | DR_THREAD_CPU_TIME, DATA)              \
-    /* threads */                                                                             \
-    X(ThreadStart, EV_THREAD_START, EG_NONE,                                                  \
-      DR_THREAD_ID | DR_THREAD_NAME | DR_THREAD_GROUP | DR_THREAD_PARENT_ID | DR_OBJECT_ID |  \
-          DR_CPU_TIMESTAMP,                                                                   \
-      DATA)                                                                                   \
-    X(ThreadEnd, EV_THREAD_END, EG_NONE, DR_THREAD_ID | DR_CPU_TIMESTAMP, DATA)               \
-    /* heap */                                                                                \
-    X(ObjectAlloc, EV_OBJECT_ALLOC, EG_HEAP,                                                  \
-      DR_THREAD_ID | DR_OBJECT_ID | DR_CLASS_ID | DR_OBJECT_SIZE | DR_ARRAY_INFO |            \
-          DR_ALLOC_LOCATION | DR_VM_CALL_STACK | DR_CPU_TIMESTAMP,                            \
-      DATA)                                                                                   \
-    X(ObjectFree, EV_OBJECT_FREE, EG_HEAP, DR_OBJECT_ID | DR_CLASS_ID | DR_OBJECT_SIZE, DATA) \
-    X(GcStart, EV_GC_START, EG_HEAP, DR_CPU_TIMESTAMP, DATA)                                  \
-    X(GcEnd, EV_GC_END, EG_HEAP, DR_CPU_TIMESTAMP, DATA)                                      \
-    X(GcMovedReferences, EV_GC_MOVED_REFERENCES, EG_HEAP, DR_MOVED_REFERENCES, DATA)          \
-    /* monitors */                                                                            \
-    X(MonitorWait, EV_MONITOR_WAIT, EG_MONITOR,                                               \
-      DR_THREAD_ID | DR_OBJECT_ID | DR_CLASS_ID | DR_MONITOR_TIMEOUT | DR_CPU_TIMESTAMP, DATA) \
-    X(MonitorWaited, EV_MONITOR_WAITED, EG_MONITOR,                                           \
-      DR_THREAD_ID | DR_OBJECT_ID | DR_CLASS_ID | DR_MONITOR_TIMEOUT | DR_CPU_TIMESTAMP, DATA) \
-    X(ContendedMonitorEnter, EV_CONTENDED_MONITOR_ENTER, EG_MONITOR,                          \
-      DR_THREAD_ID | DR_OBJECT_ID | DR_CLASS_ID | DR_MONITOR_OWNER_THREAD_ID |                \
-          DR_CPU_TIMESTAMP,                                                                   \
-      DATA)                                                                                   \
-    X(ContendedMonitorEntered, EV_CONTENDED_MONITOR_ENTERED, EG_MONITOR,                      \
-      DR_THREAD_ID | DR_OBJECT_ID | DR_CLASS_ID | DR_CPU_TIMESTAMP, DATA)                     \
-    /* thread interaction */                                                                  \
-    X(ThreadInteraction, EV_THREAD_INTERACTION, EG_THREAD_INTERACTION,                        \
-      DR_THREAD_ID | DR_OBJECT_ID | DR_CLASS_ID | DR_INTERACTION_TYPE | DR_CPU_TIMESTAMP,     \
-      DATA)                                                                                   \
-    /* external control */                                                                    \
-    X(EcStart, EV_EC_START, EG_NONE, DR_NONE, NODATA)                                         \
-    X(EcStop, EV_EC_STOP, EG_NONE, DR_NONE, NODATA)                                           \
-    X(EcSetOutputDirectory, EV_EC_SET_OUTPUT_DIRECTORY, EG_NONE, DR_COMMAND, DATA)            \
-    X(EcCustomCommand, EV_EC_CUSTOM_COMMAND, EG_NONE, DR_COMMAND, DATA)                       \
-    X(EcAttach, EV_EC_ATTACH, EG_NONE, DR_NONE, NODATA)                                       \
-    X(EcDetach, EV_EC_DETACH, EG_NONE, DR_NONE, NODATA)                                       \
-    /* sampling */                                                                            \
-    X(SampleHit, EV_SAMPLE_HIT, EG_NONE, DR_THREAD_ID | DR_VM_CALL_STACK | DR_CPU_TIMESTAMP,  \
+#define MARTINI_MPI_EVENTS(X)                                                                      \
+    /* lifecycle */                                                                                \
+    X(VmInit, EV_VM_INIT, 1, EG_NONE, DR_THREAD_ID, DATA)                                          \
+    X(VmShutdown, EV_VM_SHUTDOWN, 2, EG_NONE, DR_NONE, NODATA)                                     \
+    /* code */                                                                                     \
+    X(ModuleLoad, EV_MODULE_LOAD, 3, EG_NONE, DR_MODULE_ID | DR_MODULE_NAME, DATA)                 \
+    X(ModuleUnload, EV_MODULE_UNLOAD, 4, EG_NONE, DR_MODULE_ID | DR_MODULE_NAME, DATA)             \
+    X(ClassLoad, EV_CLASS_LOAD, 5, EG_NONE,                                                        \
+      DR_CLASS_ID | DR_CLASS_NAME | DR_SOURCE_FILE_NAME | DR_MODULE_ID | DR_THREAD_ID, DATA)       \
+    X(NewMethod, EV_NEW_METHOD, 6, EG_NONE,                                                        \
+      DR_METHOD_ID | DR_METHOD_NAME | DR_METHOD_SIGNATURE | DR_METHOD_ACCESS_TYPE |                \
+          DR_CLASS_ID | DR_CLASS_NAME | DR_SOURCE_FILE_NAME | DR_MODULE_ID |                       \
+          DR_METHOD_LINE_NUMBERS,                                                                  \
+      DATA)                                                                                        \
+    X(JittedMethodLoaded, EV_JITTED_METHOD_LOADED, 7, EG_NONE,                                     \
+      DR_METHOD_ID | DR_METHOD_CODE, DATA)                                                         \
+    X(JittedMethodUnloaded, EV_JITTED_METHOD_UNLOADED, 8, EG_NONE,                                 \
+      DR_METHOD_ID | DR_METHOD_CODE, DATA)                                                         \
+    X(DynamicCodeGenerated, EV_DYNAMIC_CODE_GENERATED, 9, EG_NONE,                                 \
+      DR_CODE_NAME | DR_METHOD_CODE, DATA)                                                         \
+    /* call graph */                                                                               \
+    X(MethodEnter, EV_METHOD_ENTER, 10, EG_CALL_GRAPH,                                             \
+      DR_METHOD_ID | DR_THREAD_ID | DR_CPU_TIMESTAMP | DR_THREAD_CPU_TIME, DATA)                   \
+    X(MethodLeave, EV_METHOD_LEAVE, 11, EG_CALL_GRAPH,                                             \
+      DR_METHOD_ID | DR_THREAD_ID | DR_CPU_TIMESTAMP | DR_THREAD_CPU_TIME, DATA)                   \
+    /* threads */                                                                                  \
+    X(ThreadStart, EV_THREAD_START, 12, EG_NONE,                                                   \
+      DR_THREAD_ID | DR_THREAD_NAME | DR_THREAD_GROUP | DR_THREAD_PARENT_ID | DR_OBJECT_ID |       \
+          DR_CPU_TIMESTAMP,                                                                        \
+      DATA)                                                                                        \
+    X(ThreadEnd, EV_THREAD_END, 13, EG_NONE, DR_THREAD_ID | DR_CPU_TIMESTAMP, DATA)                \
+    /* heap */                                                                                     \
+    X(ObjectAlloc, EV_OBJECT_ALLOC, 14, EG_HEAP,                                                   \
+      DR_THREAD_ID | DR_OBJECT_ID | DR_CLASS_ID | DR_OBJECT_SIZE | DR_ARRAY_INFO |                 \
+          DR_ALLOC_LOCATION | DR_VM_CALL_STACK | DR_CPU_TIMESTAMP,                                 \
+      DATA)                                                                                        \
+    X(ObjectFree, EV_OBJECT_FREE, 15, EG_HEAP, DR_OBJECT_ID | DR_CLASS_ID | DR_OBJECT_SIZE, DATA)  \
+    X(GcStart, EV_GC_START, 16, EG_HEAP, DR_CPU_TIMESTAMP, DATA)                                   \
+    X(GcEnd, EV_GC_END, 17, EG_HEAP, DR_CPU_TIMESTAMP, DATA)                                       \
+    X(GcMovedReferences, EV_GC_MOVED_REFERENCES, 18, EG_HEAP, DR_MOVED_REFERENCES, DATA)           \
+    /* monitors */                                                                                 \
+    X(MonitorWait, EV_MONITOR_WAIT, 19, EG_MONITOR,                                                \
+      DR_THREAD_ID | DR_OBJECT_ID | DR_CLASS_ID | DR_MONITOR_TIMEOUT | DR_CPU_TIMESTAMP, DATA)     \
+    X(MonitorWaited, EV_MONITOR_WAITED, 20, EG_MONITOR,                                            \
+      DR_THREAD_ID | DR_OBJECT_ID | DR_CLASS_ID | DR_MONITOR_TIMEOUT | DR_CPU_TIMESTAMP, DATA)     \
+    X(ContendedMonitorEnter, EV_CONTENDED_MONITOR_ENTER, 21, EG_MONITOR,                           \
+      DR_THREAD_ID | DR_OBJECT_ID | DR_CLASS_ID | DR_MONITOR_OWNER_THREAD_ID |                     \
+          DR_CPU_TIMESTAMP,                                                                        \
+      DATA)                                                                                        \
+    X(ContendedMonitorEntered, EV_CONTENDED_MONITOR_ENTERED, 22, EG_MONITOR,                       \
+      DR_THREAD_ID | DR_OBJECT_ID | DR_CLASS_ID | DR_CPU_TIMESTAMP, DATA)                          \
+    /* thread interaction */                                                                       \
+    X(ThreadInteraction, EV_THREAD_INTERACTION, 23, EG_THREAD_INTERACTION,                         \
+      DR_THREAD_ID | DR_OBJECT_ID | DR_CLASS_ID | DR_INTERACTION_TYPE | DR_CPU_TIMESTAMP,          \
+      DATA)                                                                                        \
+    /* external control */                                                                         \
+    X(EcStart, EV_EC_START, 24, EG_NONE, DR_NONE, NODATA)                                          \
+    X(EcStop, EV_EC_STOP, 25, EG_NONE, DR_NONE, NODATA)                                            \
+    X(EcSetOutputDirectory, EV_EC_SET_OUTPUT_DIRECTORY, 26, EG_NONE, DR_COMMAND, DATA)             \
+    X(EcCustomCommand, EV_EC_CUSTOM_COMMAND, 27, EG_NONE, DR_COMMAND, DATA)                        \
+    X(EcAttach, EV_EC_ATTACH, 28, EG_NONE, DR_NONE, NODATA)                                        \
+    X(EcDetach, EV_EC_DETACH, 29, EG_NONE, DR_NONE, NODATA)                                        \
+    /* sampling */                                                                                 \
+    X(SampleHit, EV_SAMPLE_HIT, 30, EG_NONE, DR_THREAD_ID | DR_VM_CALL_STACK | DR_CPU_TIMESTAMP,   \
       DATA)
+
+namespace detail {
+inline constexpr int kEventNumbers[] = {
+#define MARTINI_MPI_X_NUMBER(Name, Const, Number, Group, Items, Shape) Number,
+    MARTINI_MPI_EVENTS(MARTINI_MPI_X_NUMBER)
+#undef MARTINI_MPI_X_NUMBER
+};
+constexpr int LastEventNumber() {
+    int last = 0;
+    for (int n : kEventNumbers) last = n > last ? n : last;
+    return last;
+}
+constexpr bool EventNumbersAreUniqueAndPositive() {
+    for (int i = 0; i < int(sizeof kEventNumbers / sizeof kEventNumbers[0]); ++i) {
+        if (kEventNumbers[i] <= 0) return false;
+        for (int j = 0; j < i; ++j) {
+            if (kEventNumbers[i] == kEventNumbers[j]) return false;
+        }
+    }
+    return true;
+}
+static_assert(EventNumbersAreUniqueAndPositive(),
+              "MARTINI_MPI_EVENTS: every event needs its own number > 0 (append-only: take the next unused one)");
+}  // namespace detail
 
 enum TEventType {
     EV_NONE = 0,
-#define MARTINI_MPI_X_ENUM(Name, Const, Group, Items, Shape) Const,
+#define MARTINI_MPI_X_ENUM(Name, Const, Number, Group, Items, Shape) Const = Number,
     MARTINI_MPI_EVENTS(MARTINI_MPI_X_ENUM)
 #undef MARTINI_MPI_X_ENUM
-    EV_LAST
+    EV_LAST = detail::LastEventNumber() + 1  // bound for tables indexed by TEventType
 };
 
 // ---------------------------------------------------------------------------------
@@ -328,7 +357,7 @@ public:
         virtual BitSet EventDataTypes() { return Items; }               \
         virtual void HandleEvent() = 0;                                 \
     };
-#define MARTINI_MPI_X_OBSERVER(Name, Const, Group, Items, Shape) \
+#define MARTINI_MPI_X_OBSERVER(Name, Const, Number, Group, Items, Shape) \
     MARTINI_MPI_X_OBSERVER_##Shape(Name, Const, Items)
 MARTINI_MPI_EVENTS(MARTINI_MPI_X_OBSERVER)
 #undef MARTINI_MPI_X_OBSERVER
@@ -338,7 +367,7 @@ MARTINI_MPI_EVENTS(MARTINI_MPI_X_OBSERVER)
 // The group an event belongs to (EG_NONE: not filtered, always enabled).
 inline EEventGroup EventGroupOf(TEventType ev) {
     switch (ev) {
-#define MARTINI_MPI_X_GROUP(Name, Const, Group, Items, Shape) \
+#define MARTINI_MPI_X_GROUP(Name, Const, Number, Group, Items, Shape) \
     case Const:                                               \
         return Group;
         MARTINI_MPI_EVENTS(MARTINI_MPI_X_GROUP)
@@ -351,7 +380,7 @@ inline EEventGroup EventGroupOf(TEventType ev) {
 // The event's name as in the catalog ("MethodEnter"), or "" for an unknown value.
 inline const char *EventName(TEventType ev) {
     switch (ev) {
-#define MARTINI_MPI_X_NAME(Name, Const, Group, Items, Shape) \
+#define MARTINI_MPI_X_NAME(Name, Const, Number, Group, Items, Shape) \
     case Const:                                              \
         return #Name;
         MARTINI_MPI_EVENTS(MARTINI_MPI_X_NAME)

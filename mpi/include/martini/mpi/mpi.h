@@ -4,7 +4,8 @@
 // VmInit event), LIVE (from VmInit until VmShutdown returns), DEAD (after).
 //
 // Threading: every function may be called from any thread and from inside an event
-// handler unless its comment says otherwise. Functions never throw.
+// handler unless its comment says otherwise. Functions never throw (noexcept): a
+// failure is a TResult (MRTE_ERROR_OUT_OF_MEMORY when memory ran out).
 #pragma once
 
 #include "martini/mpi/base.h"
@@ -26,7 +27,7 @@ public:
     // MRTE_ERROR_NOT_SUPPORTED (the runtime cannot raise this event);
     // MRTE_ERROR_ILLEGAL_ARGUMENT (observer already registered, or unknown type);
     // MRTE_ERROR_FAIL (EventDataTypes() threw).
-    virtual TResult RegisterEvent(TId clientId, IEventObserver &observer) = 0;
+    virtual TResult RegisterEvent(TId clientId, IEventObserver &observer) noexcept = 0;
 
     // Restricts `group`'s events for this client to the elements `filter` accepts.
     // One filter per client and group; the filter must outlive the runtime.
@@ -34,7 +35,7 @@ public:
     // MPICL_Instantiate); MRTE_ERROR_ILLEGAL_ARGUMENT (filter.Group() != group, or a
     // filter is already set); MRTE_ERROR_NOT_SUPPORTED (group has no filters).
     virtual TResult SetEventGroupFilter(TId clientId, TEventGroup group,
-                                        IEventFilter &filter) = 0;
+                                        IEventFilter &filter) noexcept = 0;
 
     // -- Event groups (any phase from INSTANTIATE on, any thread, inside handlers too)
 
@@ -47,8 +48,8 @@ public:
     // the group stays enabled, every leave pairs with its enter, in order, per thread.
     // MRTE_RESULT_OK; MRTE_ERROR_ILLEGAL_ID; MRTE_ERROR_ILLEGAL_ARGUMENT (EG_NONE or
     // unknown group).
-    virtual TResult EnableEventGroup(TId clientId, TEventGroup group) = 0;
-    virtual TResult DisableEventGroup(TId clientId, TEventGroup group) = 0;
+    virtual TResult EnableEventGroup(TId clientId, TEventGroup group) noexcept = 0;
+    virtual TResult DisableEventGroup(TId clientId, TEventGroup group) noexcept = 0;
 
     // -- Data requests (phase LIVE; any thread; inside handlers too)
     //
@@ -64,51 +65,51 @@ public:
     // MRTE_ERROR_FAIL: the runtime failed to answer.
 
     virtual TResult GetModuleInfo(TId clientId, TId moduleId, BitSet requestedDataTypes,
-                                  SModuleInfo *pData) = 0;
+                                  SModuleInfo *pData) noexcept = 0;
     virtual TResult GetClassInfo(TId clientId, TId classId, BitSet requestedDataTypes,
-                                 SClassInfo *pData) = 0;
+                                 SClassInfo *pData) noexcept = 0;
     virtual TResult GetMethodInfo(TId clientId, TId methodId, BitSet requestedDataTypes,
-                                  SMethodInfo *pData) = 0;
+                                  SMethodInfo *pData) noexcept = 0;
     virtual TResult GetObjectInfo(TId clientId, TId objectId, BitSet requestedDataTypes,
-                                  SObjectInfo *pData) = 0;
+                                  SObjectInfo *pData) noexcept = 0;
     virtual TResult GetThreadInfo(TId clientId, TId threadId, BitSet requestedDataTypes,
-                                  SThreadInfo *pData) = 0;
+                                  SThreadInfo *pData) noexcept = 0;
     // All live threads. uiMaxStackDepth bounds each DR_VM_CALL_STACK (0: as many as
     // each entry's stackTrace.uiSize holds). pData->entries must each be prepared
     // like a single GetThreadInfo request.
     virtual TResult GetAllThreadsInfo(TId clientId, unsigned int uiMaxStackDepth,
-                                      BitSet requestedDataTypes, SThreadInfoArray *pData) = 0;
+                                      BitSet requestedDataTypes, SThreadInfoArray *pData) noexcept = 0;
     virtual TResult GetObjectReferences(TId clientId, TId objectId, BitSet requestedDataTypes,
-                                        SObjectReferenceInfo *pData) = 0;
+                                        SObjectReferenceInfo *pData) noexcept = 0;
     // The method whose compiled code contains `codeAddress`.
     virtual TResult GetCompiledMethodInfo(TId clientId, UIOP codeAddress,
                                           BitSet requestedDataTypes,
-                                          SCompiledMethodInfo *pData) = 0;
+                                          SCompiledMethodInfo *pData) noexcept = 0;
 
     // -- Miscellaneous
 
     // The id of the calling thread as the runtime knows it. Any phase, any thread.
     // MRTE_RESULT_OK; MRTE_ERROR_NULL_PTR; MRTE_ERROR_ILLEGAL_ID; MRTE_ERROR_FAIL (the
     // thread is not a runtime thread).
-    virtual TResult GetCurrentThreadId(TId clientId, TId *pThreadId) = 0;
+    virtual TResult GetCurrentThreadId(TId clientId, TId *pThreadId) noexcept = 0;
 
     // Runtime type, name and version. Any phase. MRTE_RESULT_OK; MRTE_ERROR_NULL_PTR;
     // MRTE_ERROR_ILLEGAL_ID.
-    virtual TResult GetRuntimeInfo(TId clientId, SRuntimeInfo *pInfo) = 0;
+    virtual TResult GetRuntimeInfo(TId clientId, SRuntimeInfo *pInfo) noexcept = 0;
 
     // Suspends every runtime thread but the caller / resumes them. Phase LIVE, not
     // from inside a handler of an event raised with the VM lock held (GC events).
     // MRTE_RESULT_OK; MRTE_ERROR_ILLEGAL_ID; MRTE_ERROR_PHASE_FAILURE;
     // MRTE_ERROR_NOT_SUPPORTED; MRTE_ERROR_FAIL.
-    virtual TResult SuspendVM(TId clientId) = 0;
-    virtual TResult ResumeVM(TId clientId) = 0;
+    virtual TResult SuspendVM(TId clientId) noexcept = 0;
+    virtual TResult ResumeVM(TId clientId) noexcept = 0;
 
     // Forces a full garbage collection. Phase LIVE, not from a GC event handler.
     // Same results as SuspendVM.
-    virtual TResult RunGC(TId clientId) = 0;
+    virtual TResult RunGC(TId clientId) noexcept = 0;
 
     // MARTINI_MPI_VERSION of the Martini the client runs in. Any phase.
-    virtual unsigned int GetApiVersion() = 0;
+    virtual unsigned int GetApiVersion() noexcept = 0;
 
     // -- Allocation sampling (since MPI 2.2)
 
@@ -119,7 +120,7 @@ public:
     // asked for wins. Any phase, any thread.
     // MRTE_RESULT_OK; MRTE_ERROR_ILLEGAL_ID; MRTE_ERROR_NOT_SUPPORTED (the runtime's
     // allocation events are not sampled, or there are none).
-    virtual TResult SetAllocationSamplingInterval(TId clientId, unsigned int bytes) = 0;
+    virtual TResult SetAllocationSamplingInterval(TId clientId, unsigned int bytes) noexcept = 0;
 
 protected:
     ~IMpi() {}  // Martini owns the implementation; clients never delete it.
