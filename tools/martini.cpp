@@ -156,8 +156,21 @@ std::string Join(const std::vector<std::string> &items, const char *sep) {
     return out;
 }
 
-// Starts the program (args[0] is what it is called), waits for it with Ctrl-C going to
-// it alone, lists the files the clients wrote to outDir, and returns its exit status.
+// The program run by `martini run`, while it runs (0 otherwise), for ForwardSignal.
+volatile sig_atomic_t gProgram = 0;
+volatile sig_atomic_t gForwarded = 0;
+constexpr int kForwardedSignals[] = {SIGTERM, SIGINT, SIGHUP};
+
+// Async-signal-safe: kill(2) only. Ctrl-C in a terminal reaches the program directly
+// too (same process group); a second SIGINT during the JVM's shutdown is harmless.
+void ForwardSignal(int sig) {
+    if (gProgram > 0) ::kill(static_cast<pid_t>(gProgram), sig);
+    gForwarded = sig;
+}
+
+// Starts the program (args[0] is what it is called), waits for it with every signal that
+// would end martini passed on to it, lists the files the clients wrote to outDir, and
+// returns its exit status.
 int Launch(const std::string &programPath, std::vector<std::string> args,
            const std::vector<martini::core::ClientSpec> &specs, const std::string &outDir) {
     std::vector<char *> cargs;
@@ -172,20 +185,38 @@ int Launch(const std::string &programPath, std::vector<std::string> args,
                  }(), ", ").c_str());
     std::fflush(stderr);
     const auto started = fs::file_time_type::clock::now() - std::chrono::seconds(1);
+    // A signal that ends `martini run` ends the program the same way, and martini waits
+    // for it so the clients write their outputs (as a shell running the program would).
+    // Blocked across fork so that no signal comes before the handlers know the child.
+    sigset_t forwarded, previous;
+    sigemptyset(&forwarded);
+    for (int sig : kForwardedSignals) sigaddset(&forwarded, sig);
+    ::sigprocmask(SIG_BLOCK, &forwarded, &previous);
     const pid_t child = ::fork();
     if (child < 0) {
+        ::sigprocmask(SIG_SETMASK, &previous, nullptr);
         return Fail(std::string("run: fork failed: ") + std::strerror(errno));
     }
     if (child == 0) {
+        ::sigprocmask(SIG_SETMASK, &previous, nullptr);
         ::execv(programPath.c_str(), cargs.data());
         std::fprintf(stderr, "martini: run: cannot start '%s': %s\n", programPath.c_str(), std::strerror(errno));
         ::_exit(127);
     }
-    // Ctrl-C reaches the program (same process group); we wait and then report.
-    ::signal(SIGINT, SIG_IGN);
-    ::signal(SIGQUIT, SIG_IGN);
+    gProgram = child;
+    struct sigaction forward{};
+    forward.sa_handler = ForwardSignal;  // no SA_RESTART: waitpid returns EINTR and waits again
+    sigemptyset(&forward.sa_mask);
+    for (int sig : kForwardedSignals) ::sigaction(sig, &forward, nullptr);
+    ::signal(SIGQUIT, SIG_IGN);  // Ctrl-\ reaches the program (same process group): its thread dump
+    ::sigprocmask(SIG_SETMASK, &previous, nullptr);
     int status = 0;
     while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    }
+    gProgram = 0;
+    if (gForwarded != 0) {
+        std::fprintf(stderr, "martini: %s was passed on to the program; it ended, and its profile was written\n",
+                     strsignal(gForwarded));
     }
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 

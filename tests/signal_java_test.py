@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""A signal that ends `martini run` ends the profiled program the same way: SIGTERM,
+SIGINT and SIGHUP sent to martini alone reach the JVM, martini waits for it, the
+clients write their outputs, the temporary configuration is removed, and martini
+exits with the program's status. (tests/control/Phases.java waits for a file that
+never comes: a server that runs until it is stopped.)
+
+usage: signal_java_test.py MARTINI_BUILD_DIR SOURCE_ROOT JAVAC
+"""
+import glob
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from testlib import Checks, run  # noqa: E402
+
+build, source, javac = (os.path.abspath(a) for a in sys.argv[1:4])
+martini = os.path.join(build, "tools", "martini")
+work = tempfile.mkdtemp(prefix="signal-test-")
+check = Checks()
+run([javac, "-d", os.path.join(work, "classes"), os.path.join(source, "tests", "control", "Phases.java")])
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as f:  # a zombie is not running
+        return f.read().split(")")[-1].split()[0] != "Z"
+
+
+for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+    name = sig.name
+    out = os.path.join(work, "out-" + name)
+    configs_before = set(glob.glob("/tmp/martini-run-*"))
+    # A new session: the signal goes to martini alone, as `kill PID` from elsewhere does.
+    proc = subprocess.Popen([martini, "run", "--client", "cgprof=include=Phases.*,formats=json", "--output", out,
+                             "--", "java", "-cp", os.path.join(work, "classes"), "Phases", work],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    first = proc.stdout.readline()
+    m = re.match(r"A done (\d+)", first)
+    check(f"{name}: the program runs", m is not None, first)
+    java = int(m.group(1)) if m else 0
+    proc.send_signal(sig)
+    try:
+        _, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+    check(f"{name}: martini exits with the program's status", proc.returncode == 128 + sig.value,
+          f"exit {proc.returncode}\n{err}")
+    deadline = time.time() + 10
+    while java and alive(java) and time.time() < deadline:
+        time.sleep(0.1)
+    check(f"{name}: the JVM is not left running", java and not alive(java))
+    if java and alive(java):
+        os.kill(java, signal.SIGKILL)
+    profile = os.path.join(out, "cgprof.json")
+    check(f"{name}: the profile was written", os.path.exists(profile), err)
+    if os.path.exists(profile):
+        calls = {}
+        with open(profile) as f:
+            p = json.load(f)
+        frames = [fr["name"] for fr in p["frames"]]
+        k = [mt["name"] for mt in p["metrics"]].index("calls")
+        for node in p["merged"]["nodes"][1:]:
+            calls[frames[node[1]]] = calls.get(frames[node[1]], 0) + node[2 + k]
+        a = [v for fname, v in calls.items() if fname.startswith("Phases.a")]
+        check(f"{name}: the calls made before the signal are in it", a == [1000], str(calls))
+    check(f"{name}: martini says the signal was passed on", "passed on to the program" in err, err)
+    check(f"{name}: the temporary configuration is removed",
+          set(glob.glob("/tmp/martini-run-*")) - configs_before == set())
+
+shutil.rmtree(work, ignore_errors=True)
+check.finish()
