@@ -20,6 +20,9 @@ of these markers:
 Whitespace and line breaks do not count in a quote, nor a leading "//" (a quote of a
 comment) or a trailing "\\" (a quote of a macro).
 
+Also, every path into the repository that a page names (bench/jvm_overhead.sh,
+examples/traces/shop.jsonl, ...: the commands shown use them) must exist.
+
 usage: check_snippets.py SOURCE_ROOT BUILD_ROOT PAGE.md...
 """
 import os
@@ -75,6 +78,20 @@ def normalize(text):
         if line:
             out.append(line)
     return " " + re.sub(r"\s+", " ", " ".join(out)) + " "
+
+
+REPO_PATH = re.compile(r"(?<![\w./-])((?:bench|examples|tests|tools|clients|providers|filters|mpi|"
+                       r"martini-core|docs|scripts)/[\w.+/-]*[\w/])")
+
+
+def check_paths(root, page):
+    """The repository paths the page names that do not exist, with their line numbers."""
+    missing = []
+    for number, line in enumerate(open(page, encoding="utf-8"), 1):
+        for m in REPO_PATH.finditer(line):
+            if not os.path.exists(os.path.join(root, m.group(1))):
+                missing.append(f"{number}: {m.group(1)}")
+    return missing
 
 
 def check_quote(root, path, code):
@@ -133,6 +150,11 @@ def main():
     with tempfile.TemporaryDirectory() as work:
         for page in pages:
             shown = os.path.relpath(page, root)
+            missing = check_paths(root, page)
+            if missing:
+                failures.append(f"{shown}: names paths that do not exist: " + ", ".join(missing))
+            else:
+                passed += 1
             for kind, arg, lang, line, code in blocks(page):
                 where = f"{shown}:{line}"
                 if kind is None:
