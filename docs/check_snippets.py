@@ -21,7 +21,8 @@ Whitespace and line breaks do not count in a quote, nor a leading "//" (a quote 
 comment) or a trailing "\\" (a quote of a macro).
 
 Also, every path into the repository that a page names (bench/jvm_overhead.sh,
-examples/traces/shop.jsonl, ...: the commands shown use them) must exist.
+examples/traces/shop.jsonl, ...: the commands shown use them) must exist, and every
+link to a section of a page in docs/ (page.md#section, #section) must find it.
 
 usage: check_snippets.py SOURCE_ROOT BUILD_ROOT PAGE.md...
 """
@@ -94,6 +95,31 @@ def check_paths(root, page):
     return missing
 
 
+LINK = re.compile(r"\]\(([\w.-]*\.md)?#([\w-]+)\)")
+
+
+def anchors(page):
+    """GitHub's ids of a page's headings."""
+    ids = set()
+    for line in open(page, encoding="utf-8"):
+        m = re.match(r"^#+\s+(.*?)\s*$", line)
+        if m:
+            title = m.group(1).lower().replace("`", "")
+            ids.add(re.sub(r"[^\w\- ]", "", title).replace(" ", "-"))
+    return ids
+
+
+def check_links(page):
+    broken = []
+    here = os.path.dirname(page)
+    for number, line in enumerate(open(page, encoding="utf-8"), 1):
+        for m in LINK.finditer(line):
+            target = os.path.join(here, m.group(1)) if m.group(1) else page
+            if not os.path.isfile(target) or m.group(2) not in anchors(target):
+                broken.append(f"{number}: {m.group(1) or ''}#{m.group(2)}")
+    return broken
+
+
 def check_quote(root, path, code):
     source = os.path.join(root, path)
     if not os.path.isfile(source):
@@ -150,9 +176,9 @@ def main():
     with tempfile.TemporaryDirectory() as work:
         for page in pages:
             shown = os.path.relpath(page, root)
-            missing = check_paths(root, page)
+            missing = check_paths(root, page) + check_links(page)
             if missing:
-                failures.append(f"{shown}: names paths that do not exist: " + ", ".join(missing))
+                failures.append(f"{shown}: names paths or sections that do not exist: " + ", ".join(missing))
             else:
                 passed += 1
             for kind, arg, lang, line, code in blocks(page):
