@@ -11,7 +11,7 @@ of these markers:
                                            m_clientId, methodId and data (NewMethod data)
   <!-- compiled: ID, fragment, provider --> provider statements, compiled against
                                            martini-core inside a function that has
-                                           provider, optionText and searchDirs
+                                           provider, optionText and anchorDir
   <!-- quoted: PATH -->                    a quote of PATH (from the source root): its
                                            lines appear there in this order, one after
                                            another; a line "..." stands for any lines
@@ -41,11 +41,12 @@ static IMpi *g_pMpiApi = nullptr;
 static TId m_clientId = 0;
 void DocSnippet(IMpi *pMpi, TId clientId, TId methodId, SNewMethodEventData &data) {
 """
-PROVIDER_PRELUDE = """#include <martini/core/core.h>
+PROVIDER_PRELUDE = """#include <martini/core/client_spec.h>
+#include <martini/core/core.h>
 #include <string>
 #include <vector>
 void DocSnippet(martini::core::Provider &provider, const std::string &optionText,
-                const std::vector<std::string> &searchDirs) {
+                const std::string &anchorDir) {
 """
 
 

@@ -175,7 +175,8 @@ private:
     // the dense observer array, as a hand-written dispatcher would have. Every other
     // case goes out of line to DeliverSome, so that its loop's registers and code do
     // not crowd the common case where Raise is inlined (1 observer: 1.9-2.2 ns with
-    // both loops inline, 1.7 ns now; docs/performance.md, session 4).
+    // both loops inline, 1.7 ns split; docs/performance.md, "Where the time goes in
+    // delivery").
     template <class Observer>
     MARTINI_TLS_ACCESS void Deliver(detail::EventTable &table, ClientMask targets,
                  typename Observer::TEventData &data) noexcept {
