@@ -4,8 +4,30 @@
 // verifiable and placed where branches and handlers expect it.
 
 #include "classfile_test_support.h"
+#include "probes.h"
+
+#include <algorithm>
 
 using namespace classfile_test;
+
+// ---- The probe table -------------------------------------------------------------------
+
+// What the rewriter calls and the agent binds (probes.h) is what the runtime's
+// martini.runtime.Probes declares: each row a static method of that descriptor,
+// native exactly where the agent binds one.
+TEST(Classfile, ProbeTableMatchesTheRuntimeProbesClass) {
+    REQUIRE_CLASSES();
+    const InstrumentResult r = ParseClass(LoadClass(std::string(kProbesClass)));
+    ASSERT_TRUE(r.parsed) << r.error;
+    for (const ProbeMethod &pm : kProbeMethods) {
+        const auto m = std::find_if(r.decl.methods.begin(), r.decl.methods.end(), [&](const MethodDecl &d) {
+            return d.name == pm.name && d.descriptor == pm.descriptor;
+        });
+        ASSERT_NE(m, r.decl.methods.end()) << pm.name << pm.descriptor;
+        EXPECT_NE(m->accessFlags & kAccStatic, 0) << pm.name;
+        EXPECT_EQ((m->accessFlags & kAccNative) != 0, pm.native) << pm.name;
+    }
+}
 
 // ---- Allocation probes (exact allocation mode) ----------------------------------------
 
