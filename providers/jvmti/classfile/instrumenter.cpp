@@ -52,7 +52,8 @@ struct ClassJob {
 // Allocation probes go only into classes that can have instances of their own and have
 // a constructor (java/lang/Object has no super() to put the probe after).
 std::int64_t ChooseAllocClass(const ParsedClass &pc, const AllocSelector &alloc, InstrumentResult &result) {
-    const bool instantiable = (pc.decl.accessFlags & (kAccInterface | kAccAbstract)) == 0 && !pc.decl.superName.empty();
+    const bool instantiable =
+        (pc.decl.accessFlags & (kAccInterface | kAccAbstract)) == 0 && !pc.decl.superName.empty();
     const bool hasConstructor = std::any_of(pc.decl.methods.begin(), pc.decl.methods.end(),
                                             [](const MethodDecl &d) { return d.hasCode && d.name == "<init>"; });
     if (!alloc || !instantiable || !hasConstructor) return kNoProbe;
@@ -134,7 +135,8 @@ void AddRefs(PoolAppender &pool, ProbeRefs &refs, std::initializer_list<Probe> p
     for (const Probe p : probes) {
         std::uint16_t &ref = refs.method[ProbeIndex(p)];
         const ProbeMethod &pm = ProbeOf(p);
-        if (ref == 0) ref = pool.Methodref(std::string(kProbesClass), std::string(pm.name), std::string(pm.descriptor));
+        if (ref != 0) continue;
+        ref = pool.Methodref(std::string(kProbesClass), std::string(pm.name), std::string(pm.descriptor));
     }
 }
 

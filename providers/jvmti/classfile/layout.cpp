@@ -325,37 +325,46 @@ void Layout::WriteFrames(Writer &w, std::uint16_t nameIndex) const {
     w.Bytes(f.out);
 }
 
-void Layout::WriteLineNumbers(Writer &w, const Attribute &a) const {
-    Reader r(mc_.pc->data.subspan(0, a.body + a.length), a.body);
+namespace {
+
+// Copies a table attribute's header and entry count; returns a reader at the first entry.
+Reader CopyTableHeader(Writer &w, const ParsedClass &pc, const Attribute &a, std::uint16_t &entries) {
+    Reader r(pc.data.subspan(0, a.body + a.length), a.body);
     w.U2(a.nameIndex);
     w.U4(a.length);
-    const std::uint16_t n = r.U2();
-    w.U2(n);
+    entries = r.U2();
+    w.U2(entries);
+    return r;
+}
+
+}  // namespace
+
+// A line or variable starting at old 0 keeps the method-start insertions in it.
+std::uint32_t Layout::RangeStart(std::uint16_t off) const { return off == 0 ? 0 : Entry(off); }
+
+void Layout::WriteLineNumbers(Writer &w, const Attribute &a) const {
+    std::uint16_t n = 0;
+    Reader r = CopyTableHeader(w, *mc_.pc, a, n);
     for (unsigned i = 0; i < n; ++i) {
         const std::uint16_t start = r.U2(), line = r.U2();
-        // Line 0 keeps the method-start insertions on the method's first line.
-        w.U2(start == 0 ? 0 : Entry(start));
+        w.U2(RangeStart(start));
         w.U2(line);
     }
 }
 
 // LocalVariableTable and LocalVariableTypeTable: {start, length, name, type, index}.
 void Layout::WriteLocalVariables(Writer &w, const Attribute &a) const {
-    Reader r(mc_.pc->data.subspan(0, a.body + a.length), a.body);
-    w.U2(a.nameIndex);
-    w.U4(a.length);
-    const std::uint16_t n = r.U2();
-    w.U2(n);
+    std::uint16_t n = 0;
+    Reader r = CopyTableHeader(w, *mc_.pc, a, n);
     for (unsigned i = 0; i < n; ++i) {
         const std::uint16_t start = r.U2(), length = r.U2();
-        const std::uint32_t newStart = start == 0 ? 0 : Entry(start);
+        const std::uint32_t newStart = RangeStart(start);
         const std::uint32_t end = std::uint32_t{start} + length;
         if (end > mc_.size() || (end != mc_.size() && mc_.index[end] < 0)) {
             throw SkipMethod("a local variable range does not end on an instruction");
         }
-        const std::uint32_t newEnd = RangeEnd(end);
         w.U2(newStart);
-        w.U2(newEnd - newStart);
+        w.U2(RangeEnd(end) - newStart);
         w.Bytes(r.Bytes(6));
     }
 }

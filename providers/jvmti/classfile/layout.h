@@ -93,6 +93,7 @@ private:
     void Place();
     void CheckLimits() const;
     std::uint32_t Entry(std::int64_t off) const;
+    std::uint32_t RangeStart(std::uint16_t off) const;
     std::uint32_t RangeEnd(std::uint32_t off) const;
     void WriteInstruction(Writer &c, std::size_t i) const;
     void WriteCode(Writer &c, PoolAppender &pool) const;

@@ -343,10 +343,11 @@ void PlanArrays(const MethodCode &mc, const std::vector<ArrayChoice> &arrays, co
         // After the instruction the new array is initialized; a branch to the next
         // instruction does not run the probe, and a frame there stays valid (the probe
         // leaves the stack as it found it).
-        edit.insertions.push_back({Placement::kAfter, a.at, 7, 2, 0, [id = a.id, method](Writer &w, PoolAppender &pool) {
-                                       w.U1(kDup);
-                                       EmitProbe(w, id, method, pool);
-                                   }});
+        const auto emit = [id = a.id, method](Writer &w, PoolAppender &pool) {
+            w.U1(kDup);
+            EmitProbe(w, id, method, pool);
+        };
+        edit.insertions.push_back({Placement::kAfter, a.at, 7, 2, 0, emit});
     }
 }
 

@@ -77,7 +77,8 @@ TEST(Classfile, AllocAndCallProbesTogetherInOneConstructor) {
     // Looper(int k) { super(); do { n++; } while (n < k); }: the loop's back edge
     // targets the instruction right after super(), which must not rerun the probe.
     const Bytes original = LoadClass("alloc/AllocSample$Looper");
-    const InstrumentResult r = InstrumentClass(original, {.calls = SelectAll{}, .allocs = [](const ClassDecl &) -> std::int64_t { return 9; }});
+    const InstrumentResult r = InstrumentClass(
+        original, {.calls = SelectAll{}, .allocs = [](const ClassDecl &) -> std::int64_t { return 9; }});
     ASSERT_TRUE(r.changed) << r.error;
     EXPECT_EQ(CheckInstrumentResult(r), "");
     EXPECT_EQ(r.allocProbed, 1u);
@@ -113,7 +114,8 @@ TEST(Classfile, AllocAndCallProbesTogetherInOneConstructor) {
 TEST(Classfile, DelegationOffsetIsInTheRewrittenCode) {
     REQUIRE_CLASSES();
     // A(int x) { this(); a = x; } with call probes: the this() call moves by the enter probe.
-    const InstrumentResult r = InstrumentClass(LoadClass("alloc/AllocSample$A"), {.calls = SelectAll{}, .allocs = AllocAll{}});
+    const InstrumentResult r =
+        InstrumentClass(LoadClass("alloc/AllocSample$A"), {.calls = SelectAll{}, .allocs = AllocAll{}});
     ASSERT_TRUE(r.changed) << r.error;
     const TestClass after = ReadTestClass(r.bytes);
     const Bytes &code = after.Find("<init>", "(I)V")->code;
@@ -138,7 +140,8 @@ TEST(Classfile, ClassesThatCannotHaveInstancesOfTheirOwnAreNotAsked) {
         EXPECT_FALSE(r.changed) << name;
     }
     // kNoProbe: the class comes back unchanged.
-    const InstrumentResult none = InstrumentClass(LoadClass("alloc/AllocSample$C"), {.allocs = [](const ClassDecl &) { return kNoProbe; }});
+    const InstrumentResult none =
+        InstrumentClass(LoadClass("alloc/AllocSample$C"), {.allocs = [](const ClassDecl &) { return kNoProbe; }});
     EXPECT_TRUE(none.parsed);
     EXPECT_FALSE(none.changed);
     EXPECT_TRUE(none.delegationOffsets.empty());
@@ -146,7 +149,8 @@ TEST(Classfile, ClassesThatCannotHaveInstancesOfTheirOwnAreNotAsked) {
 
 TEST(Classfile, AllocProbeIdPast32767IsAnIntegerConstant) {
     REQUIRE_CLASSES();
-    const InstrumentResult r = InstrumentClass(LoadClass("alloc/AllocSample$C"), {.allocs = [](const ClassDecl &) -> std::int64_t { return 40000; }});
+    const InstrumentResult r = InstrumentClass(LoadClass("alloc/AllocSample$C"),
+                                               {.allocs = [](const ClassDecl &) -> std::int64_t { return 40000; }});
     ASSERT_TRUE(r.changed) << r.error;
     const TestClass after = ReadTestClass(r.bytes);
     const Bytes &code = after.Find("<init>", "()V")->code;
@@ -162,7 +166,8 @@ TEST(Classfile, ClassFilesBefore49UseAllocByClassId) {
     const Bytes code = {0x2a, 0xb7, 0xff, 0xff, 0xb1};
     for (const std::uint16_t major : {45, 48, 49, 50}) {
         const Bytes bytes = CraftedConstructorClass(major, code);
-        const InstrumentResult r = InstrumentClass(bytes, {.allocs = [](const ClassDecl &) -> std::int64_t { return 5; }});
+        const InstrumentResult r =
+            InstrumentClass(bytes, {.allocs = [](const ClassDecl &) -> std::int64_t { return 5; }});
         ASSERT_TRUE(r.changed) << major << ": " << r.error;
         EXPECT_EQ(CheckInstrumentResult(r), "");
         const TestClass after = ReadTestClass(r.bytes);
@@ -197,7 +202,8 @@ TEST(Classfile, ConstructorThatWritesLocalZeroGetsNoAllocProbe) {
     EXPECT_NE(r.allocSkipped[0].find("local variable 0"), std::string::npos) << r.allocSkipped[0];
 
     // With call probes it still gets those.
-    const InstrumentResult both = InstrumentClass(bytes, {.calls = SelectAll{}, .allocs = [](const ClassDecl &) -> std::int64_t { return 5; }});
+    const InstrumentResult both =
+        InstrumentClass(bytes, {.calls = SelectAll{}, .allocs = [](const ClassDecl &) -> std::int64_t { return 5; }});
     EXPECT_TRUE(both.changed) << both.error;
     EXPECT_EQ(both.instrumented, 1u);
     EXPECT_EQ(both.allocProbed, 0u);
@@ -238,7 +244,8 @@ TEST(Classfile, EverySampleClassWithAllocProbesParsesAgain) {
                 EXPECT_TRUE(r.skipped.empty()) << e.path() << ": " << r.skipped.front();
                 EXPECT_EQ(CheckInstrumentResult(r), "") << e.path();
                 if (r.changed) {
-                    const InstrumentResult again = InstrumentClass(r.bytes, {.calls = SelectAll{}, .allocs = AllocAll{}});
+                    const InstrumentResult again =
+                        InstrumentClass(r.bytes, {.calls = SelectAll{}, .allocs = AllocAll{}});
                     EXPECT_EQ(CheckInstrumentResult(again), "") << e.path();
                 }
             }
@@ -325,9 +332,8 @@ TEST(Classfile, SleepSiteGetsAStaticProbeAndOtherCallsNone) {
     EXPECT_EQ(after.Member(U2At(n, 7)), "martini/runtime/Probes.interactionStatic(I)V");
     EXPECT_EQ(before.Member(U2At(o, 4)), "java/lang/Thread.sleep(J)V");
     // A selector that wants nothing leaves the class byte for byte.
-    const InstrumentResult none = InstrumentClass(original, {.sites = [](const ClassDecl &, const MethodDecl &, const CallSite &) {
-                                                      return kNoProbe;
-                                                  }});
+    const InstrumentResult none = InstrumentClass(
+        original, {.sites = [](const ClassDecl &, const MethodDecl &, const CallSite &) { return kNoProbe; }});
     EXPECT_FALSE(none.changed);
 }
 
@@ -398,7 +404,7 @@ TEST(Classfile, ArrayProbeFollowsEachArrayAllocationAndBranchesLandAfterIt) {
     const auto rel = static_cast<std::int16_t>(U2At(nm.code, longAt - 3));
     EXPECT_EQ(static_cast<std::int64_t>(longAt - 4) + rel, static_cast<std::int64_t>(longAt + 2 + 7));
     // A selector that wants no array leaves the class byte for byte.
-    const InstrumentResult none =
-        InstrumentClass(original, {.arrays = [](const ClassDecl &, const MethodDecl &, const ArraySite &) { return kNoProbe; }});
+    const InstrumentResult none = InstrumentClass(
+        original, {.arrays = [](const ClassDecl &, const MethodDecl &, const ArraySite &) { return kNoProbe; }});
     EXPECT_FALSE(none.changed);
 }

@@ -119,14 +119,16 @@ TEST(Classfile, MutatedClassNeverCrashes) {
         }
         // Every other mutant also gets allocation probes.
         const bool alloc = i % 2 == 1;
-        const InstrumentResult r = alloc ? InstrumentClass(m, {.calls = SelectAll{}, .allocs = AllocAll{}}) : InstrumentClass(m, {.calls = SelectAll{}});
+        const InstrumentResult r = alloc ? InstrumentClass(m, {.calls = SelectAll{}, .allocs = AllocAll{}})
+                                         : InstrumentClass(m, {.calls = SelectAll{}});
         std::string problem = CheckInstrumentResult(r);
         // A class the reader rejects is never instrumented.
         if (problem.empty() && !ParseClass(m).parsed && r.parsed) problem = "ParseClass rejects what InstrumentClass took";
         if (problem.empty() && r.changed) {
             // The rewriter's own output goes through it again.
-            problem = CheckInstrumentResult(alloc ? InstrumentClass(r.bytes, {.calls = SelectAll{}, .allocs = AllocAll{}})
-                                                  : InstrumentClass(r.bytes, {.calls = SelectAll{}}));
+            const Selectors again = alloc ? Selectors{.calls = SelectAll{}, .allocs = AllocAll{}}
+                                          : Selectors{.calls = SelectAll{}};
+            problem = CheckInstrumentResult(InstrumentClass(r.bytes, again));
             if (!problem.empty()) problem = "instrumenting the output again: " + problem;
         }
         parsed += r.parsed ? 1 : 0;
@@ -454,9 +456,10 @@ TEST(Classfile, FullConstantPoolLeavesTheMethodAloneAndTheOutputWellFormed) {
     b.Add(large);
     b.PadPoolTo(65535 - added);
     const Bytes bytes = b.Build();
-    const InstrumentResult r = InstrumentClass(bytes, {.calls = [](const ClassDecl &, const MethodDecl &m) -> std::int64_t {
-        return m.name == "small" ? 1 : 100000;
-    }});
+    const InstrumentResult r =
+        InstrumentClass(bytes, {.calls = [](const ClassDecl &, const MethodDecl &m) -> std::int64_t {
+            return m.name == "small" ? 1 : 100000;
+        }});
     ASSERT_TRUE(r.parsed) << r.error;
     EXPECT_EQ(r.instrumented, 1u);
     ASSERT_EQ(r.skipped.size(), 1u);
