@@ -30,7 +30,8 @@ echo "fuzz-classfile: building $dir/classfile_fuzzer"
 "$cxx" -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
   -Iproviders/jvmti/classfile \
   providers/jvmti/classfile/bytecode.cpp providers/jvmti/classfile/class_file.cpp \
-  providers/jvmti/classfile/instrumenter.cpp providers/jvmti/tests/classfile_fuzzer.cpp \
+  providers/jvmti/classfile/instrumenter.cpp providers/jvmti/classfile/layout.cpp \
+  providers/jvmti/classfile/planners.cpp providers/jvmti/tests/classfile_fuzzer.cpp \
   -o "$dir/classfile_fuzzer"
 
 # Seeds: every class of Sample.java (constructors before and after super(), switches,

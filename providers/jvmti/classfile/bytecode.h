@@ -37,18 +37,8 @@ struct Insn {
     std::uint8_t op = 0;
     std::vector<std::int64_t> targets;  // absolute old targets (switch: default first)
     bool branch16 = false;              // a 2-byte branch offset
-    bool widen = false;                 // rewrite goto/jsr as goto_w/jsr_w
     std::int32_t low = 0;               // tableswitch
     std::vector<std::int32_t> keys;     // lookupswitch
-    // layout: code inserted before the instruction is [allocBefore][probeBefore][siteBefore]. A
-    // branch to the instruction lands on its probeBefore (a leave probe before a
-    // return); the allocation probe after super() is reached only by falling through.
-    // A site probe (siteBefore bytes) comes after both, right before the call; a
-    // branch to the call lands on it.
-    std::uint32_t newOff = 0, newLen = 0, probeBefore = 0, allocBefore = 0, siteBefore = 0;
-    // An array probe (for the newarray/anewarray/multianewarray just before) comes
-    // first of all; like the allocation probe it is reached only by falling through.
-    std::uint32_t arrayBefore = 0;
 };
 
 inline bool IsReturn(std::uint8_t op) { return op >= kIreturn && op <= kReturn; }

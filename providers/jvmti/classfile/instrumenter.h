@@ -1,7 +1,7 @@
 // Class-file rewriting for call-graph events (enter/leave probes) and for exact
 // allocation events (allocation probes in constructors); keeps the class verifiable.
 // No JVM types: the input is the bytes ClassFileLoadHook hands over, the output the
-// bytes to give back.
+// bytes to give back. <probes> is martini/runtime/Probes; probes.h lists its methods.
 //
 // Call probes. For a method the ProbeSelector chose, with id N (a method with code,
 // not native or abstract):
@@ -120,20 +120,6 @@ struct ClassDecl {
     std::vector<MethodDecl> methods;
 };
 
-// Where the probes live: a class with three static methods taking the method id, and
-// two taking the new object and the class probe id.
-struct ProbeNames {
-    std::string owner = "martini/runtime/Probes";
-    std::string enter = "enter";
-    std::string leave = "leave";
-    std::string leaveExceptional = "leaveExceptional";
-    std::string alloc = "alloc";                    // (Ljava/lang/Object;Ljava/lang/Class;I)V
-    std::string allocByClassId = "allocByClassId";  // (Ljava/lang/Object;I)V, class files < 49
-    std::string interaction = "interaction";              // (Ljava/lang/Object;I)V
-    std::string interactionStatic = "interactionStatic";  // (I)V
-    std::string allocArray = "allocArray";                // (Ljava/lang/Object;I)V
-};
-
 // What a site probe's call may be; the values are Martini's EThreadInteractionType.
 enum class Interaction : int { kNotify = 1, kNotifyAll = 2, kStart = 3, kJoin = 4, kSleep = 5, kInterrupt = 6 };
 
@@ -198,23 +184,16 @@ struct InstrumentResult {
 // Parses the class and declares what it has (no rewriting).
 InstrumentResult ParseClass(std::span<const std::uint8_t> classBytes);
 
-// Parses, asks `select` about each method with code, and rewrites the chosen ones.
-InstrumentResult InstrumentClass(std::span<const std::uint8_t> classBytes, const ProbeSelector &select,
-                                 const ProbeNames &probes = {});
+// Which probes a class gets, by kind; an empty selector adds none of its kind.
+struct Selectors {
+    ProbeSelector calls = {};
+    AllocSelector allocs = {};
+    SiteSelector sites = {};
+    ArraySelector arrays = {};
+};
 
-// The same, and asks `alloc` about the class for allocation probes. Either selector
-// may be empty: no call probes, or no allocation probes.
-InstrumentResult InstrumentClass(std::span<const std::uint8_t> classBytes, const ProbeSelector &select,
-                                 const AllocSelector &alloc, const ProbeNames &probes = {});
-
-// The same, and asks `sites` about thread-interaction call sites. Any selector may be empty.
-InstrumentResult InstrumentClass(std::span<const std::uint8_t> classBytes, const ProbeSelector &select,
-                                 const AllocSelector &alloc, const SiteSelector &sites,
-                                 const ProbeNames &probes = {});
-
-// The same, and asks `arrays` about array allocation instructions. Any selector may be empty.
-InstrumentResult InstrumentClass(std::span<const std::uint8_t> classBytes, const ProbeSelector &select,
-                                 const AllocSelector &alloc, const SiteSelector &sites,
-                                 const ArraySelector &arrays, const ProbeNames &probes = {});
+// Parses, asks the selectors (see the header comment for what about), and rewrites
+// the class with the probes they chose.
+InstrumentResult InstrumentClass(std::span<const std::uint8_t> classBytes, const Selectors &selectors);
 
 }  // namespace martini::jvm

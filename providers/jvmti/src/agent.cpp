@@ -8,6 +8,7 @@
 // and the JVM runs on without that client. Only Agent_OnLoad is exported.
 #include "control.h"
 #include "jvm_provider.h"
+#include "probes.h"
 #include "martini/core/clock.h"
 
 #include <dlfcn.h>
@@ -16,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -114,6 +116,65 @@ std::string ReadJsonConfig(const std::string &path, std::vector<core::ClientSpec
     return {};
 }
 
+// ---- The probes' natives: a function for each native row of kProbeMethods -------------
+
+using IdNative = void (*)(JNIEnv *, jclass, jint);                 // (I)V
+using ObjectNative = void (*)(JNIEnv *, jclass, jobject, jint);   // (Ljava/lang/Object;I)V
+struct ProbeNative {
+    IdNative id = nullptr;
+    ObjectNative object = nullptr;
+};
+
+constexpr std::array<ProbeNative, kProbeCount> kProbeNatives = [] {
+    std::array<ProbeNative, kProbeCount> n{};
+    n[ProbeIndex(Probe::kEnter)].id = [](JNIEnv *env, jclass, jint id) { gProvider->Enter(env, id); };
+    n[ProbeIndex(Probe::kLeave)].id = [](JNIEnv *env, jclass, jint id) { gProvider->Leave(env, id, false); };
+    n[ProbeIndex(Probe::kLeaveExceptional)].id = [](JNIEnv *env, jclass, jint id) { gProvider->Leave(env, id, true); };
+    // Exact allocation mode: Probes.alloc calls `allocated` only for the object's own
+    // class; allocByClassId (class files before version 49) leaves that check to the agent.
+    n[ProbeIndex(Probe::kAllocated)].object = [](JNIEnv *env, jclass, jobject o, jint id) {
+        gProvider->Allocated(env, o, id, false);
+    };
+    n[ProbeIndex(Probe::kAllocByClassId)].object = [](JNIEnv *env, jclass, jobject o, jint id) {
+        gProvider->Allocated(env, o, id, true);
+    };
+    n[ProbeIndex(Probe::kAllocArray)].object = [](JNIEnv *env, jclass, jobject a, jint site) {
+        gProvider->AllocatedArray(env, a, site);
+    };
+    // Thread interactions: site probes before notify/start/join/... calls.
+    n[ProbeIndex(Probe::kInteraction)].object = [](JNIEnv *env, jclass, jobject o, jint site) {
+        gProvider->Interaction(env, o, site);
+    };
+    n[ProbeIndex(Probe::kInteractionStatic)].id = [](JNIEnv *env, jclass, jint site) {
+        gProvider->Interaction(env, nullptr, site);
+    };
+    return n;
+}();
+
+// Every native row has one function, of its descriptor's shape; the Java ones none.
+constexpr bool NativesMatchProbes() {
+    for (const ProbeMethod &m : kProbeMethods) {
+        const ProbeNative &n = kProbeNatives[ProbeIndex(m.probe)];
+        const bool id = n.id != nullptr && n.object == nullptr && m.descriptor == "(I)V";
+        const bool object = n.object != nullptr && n.id == nullptr && m.descriptor == "(Ljava/lang/Object;I)V";
+        const bool none = n.id == nullptr && n.object == nullptr;
+        if (m.native ? !(id || object) : !none) return false;
+    }
+    return true;
+}
+static_assert(NativesMatchProbes(), "kProbeNatives and kProbeMethods disagree");
+
+std::vector<JNINativeMethod> ProbeNatives() {
+    std::vector<JNINativeMethod> natives;
+    for (const ProbeMethod &m : kProbeMethods) {
+        if (!m.native) continue;
+        const ProbeNative &n = kProbeNatives[ProbeIndex(m.probe)];
+        void *fn = n.id != nullptr ? reinterpret_cast<void *>(n.id) : reinterpret_cast<void *>(n.object);
+        natives.push_back({const_cast<char *>(m.name.data()), const_cast<char *>(m.descriptor.data()), fn});
+    }
+    return natives;
+}
+
 // ---- JVMTI callbacks: each forwards to the provider or raises one event. ----------------
 
 void JNICALL OnVmInit(jvmtiEnv *jvmti, JNIEnv *jni, jthread) {
@@ -121,59 +182,27 @@ void JNICALL OnVmInit(jvmtiEnv *jvmti, JNIEnv *jni, jthread) {
         // The probes' natives, and every named module's readability of the bootstrap
         // class path's unnamed module (where martini.runtime.Probes lives), before any
         // instrumented code can run.
-        jclass probes = jni->FindClass("martini/runtime/Probes");
+        jclass probes = jni->FindClass(kProbesClass.data());
         if (probes == nullptr) {
             jni->ExceptionClear();
             Log("cannot load martini.runtime.Probes (martini-probes.jar next to the agent?): no call-graph, exact "
                 "allocation or thread-interaction events");
         } else {
-            static JNINativeMethod natives[] = {
-                {const_cast<char *>("enter"), const_cast<char *>("(I)V"),
-                 reinterpret_cast<void *>(+[](JNIEnv *env, jclass, jint id) { gProvider->Enter(env, id); })},
-                {const_cast<char *>("leave"), const_cast<char *>("(I)V"),
-                 reinterpret_cast<void *>(+[](JNIEnv *env, jclass, jint id) { gProvider->Leave(env, id, false); })},
-                {const_cast<char *>("leaveExceptional"), const_cast<char *>("(I)V"),
-                 reinterpret_cast<void *>(+[](JNIEnv *env, jclass, jint id) { gProvider->Leave(env, id, true); })},
-                // Exact allocation mode: Probes.alloc calls `allocated` only for the
-                // object's own class; allocByClassId (class files before version 49)
-                // leaves that check to the agent.
-                {const_cast<char *>("allocated"), const_cast<char *>("(Ljava/lang/Object;I)V"),
-                 reinterpret_cast<void *>(+[](JNIEnv *env, jclass, jobject o, jint id) {
-                     gProvider->Allocated(env, o, id, false);
-                 })},
-                {const_cast<char *>("allocByClassId"), const_cast<char *>("(Ljava/lang/Object;I)V"),
-                 reinterpret_cast<void *>(+[](JNIEnv *env, jclass, jobject o, jint id) {
-                     gProvider->Allocated(env, o, id, true);
-                 })},
-                // Exact allocation mode, arrays: after newarray/anewarray/multianewarray.
-                {const_cast<char *>("allocArray"), const_cast<char *>("(Ljava/lang/Object;I)V"),
-                 reinterpret_cast<void *>(+[](JNIEnv *env, jclass, jobject a, jint site) {
-                     gProvider->AllocatedArray(env, a, site);
-                 })},
-                // Thread interactions: site probes before notify/start/join/... calls.
-                {const_cast<char *>("interaction"), const_cast<char *>("(Ljava/lang/Object;I)V"),
-                 reinterpret_cast<void *>(+[](JNIEnv *env, jclass, jobject o, jint site) {
-                     gProvider->Interaction(env, o, site);
-                 })},
-                {const_cast<char *>("interactionStatic"), const_cast<char *>("(I)V"),
-                 reinterpret_cast<void *>(+[](JNIEnv *env, jclass, jint site) {
-                     gProvider->Interaction(env, nullptr, site);
-                 })},
-            };
+            std::vector<JNINativeMethod> natives = ProbeNatives();
             gProvider->SetThreadClass(jni);
             gProbesClass = static_cast<jclass>(jni->NewGlobalRef(probes));
-            if (jni->RegisterNatives(probes, natives, sizeof natives / sizeof natives[0]) != 0) {
+            if (jni->RegisterNatives(probes, natives.data(), static_cast<jint>(natives.size())) != 0) {
                 jni->ExceptionClear();
                 Log("cannot bind martini.runtime.Probes natives: no call-graph, exact allocation or thread-interaction "
                     "events");
             } else {
                 // An allocation stack starts in these; the provider leaves them off.
                 std::vector<jmethodID> probeMethods;
-                for (const auto &[name, sig] : {std::pair{"alloc", "(Ljava/lang/Object;Ljava/lang/Class;I)V"},
-                                                std::pair{"allocated", "(Ljava/lang/Object;I)V"},
-                                                std::pair{"allocByClassId", "(Ljava/lang/Object;I)V"},
-                                                std::pair{"allocArray", "(Ljava/lang/Object;I)V"}}) {
-                    if (jmethodID m = jni->GetStaticMethodID(probes, name, sig)) probeMethods.push_back(m);
+                for (const ProbeMethod &pm : kProbeMethods) {
+                    if (!pm.allocationFrame) continue;
+                    if (jmethodID m = jni->GetStaticMethodID(probes, pm.name.data(), pm.descriptor.data())) {
+                        probeMethods.push_back(m);
+                    }
                     jni->ExceptionClear();
                 }
                 gProvider->SetProbeMethods(std::move(probeMethods));

@@ -198,12 +198,13 @@ std::vector<std::uint8_t> JvmProvider::OnClassFile(JNIEnv *jni, jobject loader, 
     const bool wantsCalls = core_->HasObservers(EV_METHOD_ENTER) || core_->HasObservers(EV_METHOD_LEAVE);
     const bool wantsAllocs = exactAllocations_;
     const bool wantsSites = SiteProbesWanted();
-    InstrumentResult result = wantsCalls || wantsAllocs || wantsSites
-                                  ? InstrumentClass(bytes, wantsCalls ? ProbeSelector(select) : ProbeSelector{},
-                                                    wantsAllocs ? AllocSelector(selectAlloc) : AllocSelector{},
-                                                    wantsSites ? SiteSelector(selectSite) : SiteSelector{},
-                                                    wantsAllocs ? ArraySelector(selectArray) : ArraySelector{})
-                                  : ParseClass(bytes);
+    Selectors selectors;
+    if (wantsCalls) selectors.calls = select;
+    if (wantsAllocs) selectors.allocs = selectAlloc;
+    if (wantsSites) selectors.sites = selectSite;
+    if (wantsAllocs) selectors.arrays = selectArray;
+    InstrumentResult result =
+        wantsCalls || wantsAllocs || wantsSites ? InstrumentClass(bytes, selectors) : ParseClass(bytes);
     if (!result.parsed) {
         stats_.classesUnparsable.fetch_add(1, std::memory_order_relaxed);
         std::fprintf(stderr, "martini: class %s left as it is: cannot parse it: %s\n", name, result.error.c_str());

@@ -31,8 +31,8 @@ bool SameMethods(const ClassDecl &a, const ClassDecl &b) {
 // `firstId` (past 32767 the probes use ldc_w).
 InstrumentResult InstrumentAll(std::span<const std::uint8_t> bytes, std::int64_t firstId) {
     std::int64_t next = firstId;
-    return InstrumentClass(
-        bytes, [&](const ClassDecl &, const MethodDecl &) { return next++; }, [&](const ClassDecl &) { return next++; });
+    return InstrumentClass(bytes, {.calls = [&](const ClassDecl &, const MethodDecl &) { return next++; },
+                                   .allocs = [&](const ClassDecl &) { return next++; }});
 }
 
 void Check(const InstrumentResult &r, const char *pass) {

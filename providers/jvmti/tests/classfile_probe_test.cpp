@@ -4,8 +4,30 @@
 // verifiable and placed where branches and handlers expect it.
 
 #include "classfile_test_support.h"
+#include "probes.h"
+
+#include <algorithm>
 
 using namespace classfile_test;
+
+// ---- The probe table -------------------------------------------------------------------
+
+// What the rewriter calls and the agent binds (probes.h) is what the runtime's
+// martini.runtime.Probes declares: each row a static method of that descriptor,
+// native exactly where the agent binds one.
+TEST(Classfile, ProbeTableMatchesTheRuntimeProbesClass) {
+    REQUIRE_CLASSES();
+    const InstrumentResult r = ParseClass(LoadClass(std::string(kProbesClass)));
+    ASSERT_TRUE(r.parsed) << r.error;
+    for (const ProbeMethod &pm : kProbeMethods) {
+        const auto m = std::find_if(r.decl.methods.begin(), r.decl.methods.end(), [&](const MethodDecl &d) {
+            return d.name == pm.name && d.descriptor == pm.descriptor;
+        });
+        ASSERT_NE(m, r.decl.methods.end()) << pm.name << pm.descriptor;
+        EXPECT_NE(m->accessFlags & kAccStatic, 0) << pm.name;
+        EXPECT_EQ((m->accessFlags & kAccNative) != 0, pm.native) << pm.name;
+    }
+}
 
 // ---- Allocation probes (exact allocation mode) ----------------------------------------
 
@@ -13,11 +35,11 @@ TEST(Classfile, AllocProbeFollowsTheSuperCallOfEachConstructorThatMakesOne) {
     REQUIRE_CLASSES();
     const Bytes original = LoadClass("alloc/AllocSample$B");
     int asked = 0;
-    const InstrumentResult r = InstrumentClass(original, ProbeSelector{}, [&](const ClassDecl &d) -> std::int64_t {
+    const InstrumentResult r = InstrumentClass(original, {.allocs = [&](const ClassDecl &d) -> std::int64_t {
         ++asked;
         EXPECT_EQ(d.internalName, "alloc/AllocSample$B");
         return 7;
-    });
+    }});
     ASSERT_TRUE(r.changed) << r.error;
     EXPECT_EQ(CheckInstrumentResult(r), "");
     EXPECT_EQ(asked, 1) << "the selector is asked once per class";
@@ -55,7 +77,8 @@ TEST(Classfile, AllocAndCallProbesTogetherInOneConstructor) {
     // Looper(int k) { super(); do { n++; } while (n < k); }: the loop's back edge
     // targets the instruction right after super(), which must not rerun the probe.
     const Bytes original = LoadClass("alloc/AllocSample$Looper");
-    const InstrumentResult r = InstrumentClass(original, SelectAll{}, [](const ClassDecl &) -> std::int64_t { return 9; });
+    const InstrumentResult r = InstrumentClass(
+        original, {.calls = SelectAll{}, .allocs = [](const ClassDecl &) -> std::int64_t { return 9; }});
     ASSERT_TRUE(r.changed) << r.error;
     EXPECT_EQ(CheckInstrumentResult(r), "");
     EXPECT_EQ(r.allocProbed, 1u);
@@ -91,7 +114,8 @@ TEST(Classfile, AllocAndCallProbesTogetherInOneConstructor) {
 TEST(Classfile, DelegationOffsetIsInTheRewrittenCode) {
     REQUIRE_CLASSES();
     // A(int x) { this(); a = x; } with call probes: the this() call moves by the enter probe.
-    const InstrumentResult r = InstrumentClass(LoadClass("alloc/AllocSample$A"), SelectAll{}, AllocAll{});
+    const InstrumentResult r =
+        InstrumentClass(LoadClass("alloc/AllocSample$A"), {.calls = SelectAll{}, .allocs = AllocAll{}});
     ASSERT_TRUE(r.changed) << r.error;
     const TestClass after = ReadTestClass(r.bytes);
     const Bytes &code = after.Find("<init>", "(I)V")->code;
@@ -107,17 +131,17 @@ TEST(Classfile, ClassesThatCannotHaveInstancesOfTheirOwnAreNotAsked) {
     for (const std::string name : {"alloc/AllocSample$Shape", "sample/Sample$Shape"}) {  // abstract; interface
         const Bytes bytes = LoadClass(name);
         bool asked = false;
-        const InstrumentResult r = InstrumentClass(bytes, ProbeSelector{}, [&](const ClassDecl &) -> std::int64_t {
+        const InstrumentResult r = InstrumentClass(bytes, {.allocs = [&](const ClassDecl &) -> std::int64_t {
             asked = true;
             return 1;
-        });
+        }});
         EXPECT_TRUE(r.parsed) << r.error;
         EXPECT_FALSE(asked) << name;
         EXPECT_FALSE(r.changed) << name;
     }
     // kNoProbe: the class comes back unchanged.
-    const InstrumentResult none = InstrumentClass(LoadClass("alloc/AllocSample$C"), ProbeSelector{},
-                                                  [](const ClassDecl &) { return kNoProbe; });
+    const InstrumentResult none =
+        InstrumentClass(LoadClass("alloc/AllocSample$C"), {.allocs = [](const ClassDecl &) { return kNoProbe; }});
     EXPECT_TRUE(none.parsed);
     EXPECT_FALSE(none.changed);
     EXPECT_TRUE(none.delegationOffsets.empty());
@@ -125,8 +149,8 @@ TEST(Classfile, ClassesThatCannotHaveInstancesOfTheirOwnAreNotAsked) {
 
 TEST(Classfile, AllocProbeIdPast32767IsAnIntegerConstant) {
     REQUIRE_CLASSES();
-    const InstrumentResult r = InstrumentClass(LoadClass("alloc/AllocSample$C"), ProbeSelector{},
-                                               [](const ClassDecl &) -> std::int64_t { return 40000; });
+    const InstrumentResult r = InstrumentClass(LoadClass("alloc/AllocSample$C"),
+                                               {.allocs = [](const ClassDecl &) -> std::int64_t { return 40000; }});
     ASSERT_TRUE(r.changed) << r.error;
     const TestClass after = ReadTestClass(r.bytes);
     const Bytes &code = after.Find("<init>", "()V")->code;
@@ -142,7 +166,8 @@ TEST(Classfile, ClassFilesBefore49UseAllocByClassId) {
     const Bytes code = {0x2a, 0xb7, 0xff, 0xff, 0xb1};
     for (const std::uint16_t major : {45, 48, 49, 50}) {
         const Bytes bytes = CraftedConstructorClass(major, code);
-        const InstrumentResult r = InstrumentClass(bytes, ProbeSelector{}, [](const ClassDecl &) -> std::int64_t { return 5; });
+        const InstrumentResult r =
+            InstrumentClass(bytes, {.allocs = [](const ClassDecl &) -> std::int64_t { return 5; }});
         ASSERT_TRUE(r.changed) << major << ": " << r.error;
         EXPECT_EQ(CheckInstrumentResult(r), "");
         const TestClass after = ReadTestClass(r.bytes);
@@ -169,7 +194,7 @@ TEST(Classfile, ConstructorThatWritesLocalZeroGetsNoAllocProbe) {
     // probe point local 0 is still `this`, but Martini does not follow the flow of
     // local 0, so any write to it rules the probe out.
     const Bytes bytes = CraftedConstructorClass(50, {0x2a, 0xb7, 0xff, 0xff, 0x01, 0x4b, 0xb1});
-    const InstrumentResult r = InstrumentClass(bytes, ProbeSelector{}, [](const ClassDecl &) -> std::int64_t { return 5; });
+    const InstrumentResult r = InstrumentClass(bytes, {.allocs = [](const ClassDecl &) -> std::int64_t { return 5; }});
     ASSERT_TRUE(r.parsed) << r.error;
     EXPECT_FALSE(r.changed);
     ASSERT_EQ(r.allocSkipped.size(), 1u);
@@ -177,7 +202,8 @@ TEST(Classfile, ConstructorThatWritesLocalZeroGetsNoAllocProbe) {
     EXPECT_NE(r.allocSkipped[0].find("local variable 0"), std::string::npos) << r.allocSkipped[0];
 
     // With call probes it still gets those.
-    const InstrumentResult both = InstrumentClass(bytes, SelectAll{}, [](const ClassDecl &) -> std::int64_t { return 5; });
+    const InstrumentResult both =
+        InstrumentClass(bytes, {.calls = SelectAll{}, .allocs = [](const ClassDecl &) -> std::int64_t { return 5; }});
     EXPECT_TRUE(both.changed) << both.error;
     EXPECT_EQ(both.instrumented, 1u);
     EXPECT_EQ(both.allocProbed, 0u);
@@ -196,12 +222,12 @@ TEST(Classfile, ConstructorWithMaxStackNearTheLimitGetsNoAllocProbe) {
     ASSERT_NE(it, bytes.end());
     it[0] = 0xff;
     it[1] = 0xfd;
-    const InstrumentResult r = InstrumentClass(bytes, ProbeSelector{}, [](const ClassDecl &) -> std::int64_t { return 5; });
+    const InstrumentResult r = InstrumentClass(bytes, {.allocs = [](const ClassDecl &) -> std::int64_t { return 5; }});
     ASSERT_TRUE(r.parsed) << r.error;
     EXPECT_FALSE(r.changed);
     ASSERT_EQ(r.allocSkipped.size(), 1u);
     EXPECT_NE(r.allocSkipped[0].find("max_stack"), std::string::npos) << r.allocSkipped[0];
-    const InstrumentResult calls = InstrumentClass(bytes, SelectAll{});
+    const InstrumentResult calls = InstrumentClass(bytes, {.calls = SelectAll{}});
     EXPECT_TRUE(calls.changed) << "call probes alone still fit";
 }
 
@@ -211,14 +237,15 @@ TEST(Classfile, EverySampleClassWithAllocProbesParsesAgain) {
         for (const auto &e : fs::directory_iterator(kClasses / dir)) {
             const Bytes bytes = ReadFile(e.path());
             for (const bool calls : {false, true}) {
-                const InstrumentResult r = calls ? InstrumentClass(bytes, SelectAll{}, AllocAll{})
-                                                 : InstrumentClass(bytes, ProbeSelector{}, AllocAll{});
+                const InstrumentResult r = calls ? InstrumentClass(bytes, {.calls = SelectAll{}, .allocs = AllocAll{}})
+                                                 : InstrumentClass(bytes, {.allocs = AllocAll{}});
                 ASSERT_TRUE(r.parsed) << e.path() << ": " << r.error;
                 EXPECT_TRUE(r.allocSkipped.empty()) << e.path() << ": " << r.allocSkipped.front();
                 EXPECT_TRUE(r.skipped.empty()) << e.path() << ": " << r.skipped.front();
                 EXPECT_EQ(CheckInstrumentResult(r), "") << e.path();
                 if (r.changed) {
-                    const InstrumentResult again = InstrumentClass(r.bytes, SelectAll{}, AllocAll{});
+                    const InstrumentResult again =
+                        InstrumentClass(r.bytes, {.calls = SelectAll{}, .allocs = AllocAll{}});
                     EXPECT_EQ(CheckInstrumentResult(again), "") << e.path();
                 }
             }
@@ -233,12 +260,11 @@ TEST(Classfile, SiteProbeSpillsJoinArgumentsToNewLocals) {
     const Bytes original = LoadClass("interact/Interactions");
     std::vector<CallSite> seen;
     const InstrumentResult r = InstrumentClass(
-        original, ProbeSelector{}, AllocSelector{},
-        [&](const ClassDecl &, const MethodDecl &m, const CallSite &s) -> std::int64_t {
+        original, {.sites = [&](const ClassDecl &, const MethodDecl &m, const CallSite &s) -> std::int64_t {
             if (m.name != "joinAll") return kNoProbe;
             seen.push_back(s);
             return 40000 + static_cast<std::int64_t>(seen.size());  // past 32767: ldc_w
-        });
+        }});
     ASSERT_TRUE(r.changed) << r.error;
     EXPECT_EQ(CheckInstrumentResult(r), "");
     ASSERT_EQ(seen.size(), 3u);
@@ -288,13 +314,13 @@ TEST(Classfile, SleepSiteGetsAStaticProbeAndOtherCallsNone) {
     const Bytes original = LoadClass("interact/Interactions$Sleeper");
     unsigned asked = 0;
     const InstrumentResult r = InstrumentClass(
-        original, ProbeSelector{}, AllocSelector{}, [&](const ClassDecl &, const MethodDecl &m, const CallSite &s) {
+        original, {.sites = [&](const ClassDecl &, const MethodDecl &m, const CallSite &s) {
             ++asked;
             EXPECT_EQ(m.name, "run");
             EXPECT_EQ(s.kind, Interaction::kSleep);
             EXPECT_EQ(s.opcode, 0xb8);
             return std::int64_t{5};
-        });
+        }});
     ASSERT_TRUE(r.changed) << r.error;
     EXPECT_EQ(asked, 1u) << "println and <init> calls are no candidate sites";
     const TestClass before = ReadTestClass(original), after = ReadTestClass(r.bytes);
@@ -306,10 +332,8 @@ TEST(Classfile, SleepSiteGetsAStaticProbeAndOtherCallsNone) {
     EXPECT_EQ(after.Member(U2At(n, 7)), "martini/runtime/Probes.interactionStatic(I)V");
     EXPECT_EQ(before.Member(U2At(o, 4)), "java/lang/Thread.sleep(J)V");
     // A selector that wants nothing leaves the class byte for byte.
-    const InstrumentResult none = InstrumentClass(original, ProbeSelector{}, AllocSelector{},
-                                                  [](const ClassDecl &, const MethodDecl &, const CallSite &) {
-                                                      return kNoProbe;
-                                                  });
+    const InstrumentResult none = InstrumentClass(
+        original, {.sites = [](const ClassDecl &, const MethodDecl &, const CallSite &) { return kNoProbe; }});
     EXPECT_FALSE(none.changed);
 }
 
@@ -318,13 +342,12 @@ TEST(Classfile, ArrayProbeFollowsEachArrayAllocationAndBranchesLandAfterIt) {
     const Bytes original = LoadClass("alloc/AllocSample");
     std::vector<ArraySite> seen;
     const InstrumentResult r = InstrumentClass(
-        original, ProbeSelector{}, AllocSelector{}, SiteSelector{},
-        [&](const ClassDecl &, const MethodDecl &m, const ArraySite &s) -> std::int64_t {
+        original, {.arrays = [&](const ClassDecl &, const MethodDecl &m, const ArraySite &s) -> std::int64_t {
             if (m.name != "makeArrays") return kNoProbe;
             seen.push_back(s);
             if (s.arrayClass == "alloc.AllocSample$Filtered[]") return kNoProbe;  // a filter says no
             return 99 + static_cast<std::int64_t>(seen.size());
-        });
+        }});
     ASSERT_TRUE(r.changed) << r.error;
     EXPECT_EQ(CheckInstrumentResult(r), "");
     EXPECT_TRUE(r.arraysSkipped.empty());
@@ -381,8 +404,7 @@ TEST(Classfile, ArrayProbeFollowsEachArrayAllocationAndBranchesLandAfterIt) {
     const auto rel = static_cast<std::int16_t>(U2At(nm.code, longAt - 3));
     EXPECT_EQ(static_cast<std::int64_t>(longAt - 4) + rel, static_cast<std::int64_t>(longAt + 2 + 7));
     // A selector that wants no array leaves the class byte for byte.
-    const InstrumentResult none =
-        InstrumentClass(original, ProbeSelector{}, AllocSelector{}, SiteSelector{},
-                        [](const ClassDecl &, const MethodDecl &, const ArraySite &) { return kNoProbe; });
+    const InstrumentResult none = InstrumentClass(
+        original, {.arrays = [](const ClassDecl &, const MethodDecl &, const ArraySite &) { return kNoProbe; }});
     EXPECT_FALSE(none.changed);
 }

@@ -15,7 +15,7 @@ TEST(Classfile, UnselectedClassIsReturnedByteForByteUnchanged) {
     for (const auto &file : SampleClassFiles()) {
         const Bytes bytes = ReadFile(file);
         const Bytes copy = bytes;
-        const InstrumentResult r = InstrumentClass(bytes, SelectNone);
+        const InstrumentResult r = InstrumentClass(bytes, {.calls = SelectNone});
         EXPECT_TRUE(r.parsed) << file << ": " << r.error;
         EXPECT_FALSE(r.changed) << file;
         EXPECT_TRUE(r.bytes.empty()) << file << ": an unchanged class returns no new bytes";
@@ -93,7 +93,7 @@ TEST(Classfile, TruncatedClassIsRejectedWithAReason) {
             const InstrumentResult p = ParseClass(prefix);
             ASSERT_FALSE(p.parsed) << name << " cut to " << n << " bytes";
             ASSERT_FALSE(p.error.empty()) << name << " cut to " << n << " bytes";
-            const InstrumentResult r = InstrumentClass(prefix, SelectAll{});
+            const InstrumentResult r = InstrumentClass(prefix, {.calls = SelectAll{}});
             ASSERT_FALSE(r.parsed) << name << " cut to " << n << " bytes";
             ASSERT_FALSE(r.error.empty()) << name << " cut to " << n << " bytes";
             ASSERT_FALSE(r.changed);
@@ -119,14 +119,16 @@ TEST(Classfile, MutatedClassNeverCrashes) {
         }
         // Every other mutant also gets allocation probes.
         const bool alloc = i % 2 == 1;
-        const InstrumentResult r = alloc ? InstrumentClass(m, SelectAll{}, AllocAll{}) : InstrumentClass(m, SelectAll{});
+        const InstrumentResult r = alloc ? InstrumentClass(m, {.calls = SelectAll{}, .allocs = AllocAll{}})
+                                         : InstrumentClass(m, {.calls = SelectAll{}});
         std::string problem = CheckInstrumentResult(r);
         // A class the reader rejects is never instrumented.
         if (problem.empty() && !ParseClass(m).parsed && r.parsed) problem = "ParseClass rejects what InstrumentClass took";
         if (problem.empty() && r.changed) {
             // The rewriter's own output goes through it again.
-            problem = CheckInstrumentResult(alloc ? InstrumentClass(r.bytes, SelectAll{}, AllocAll{})
-                                                  : InstrumentClass(r.bytes, SelectAll{}));
+            const Selectors again = alloc ? Selectors{.calls = SelectAll{}, .allocs = AllocAll{}}
+                                          : Selectors{.calls = SelectAll{}};
+            problem = CheckInstrumentResult(InstrumentClass(r.bytes, again));
             if (!problem.empty()) problem = "instrumenting the output again: " + problem;
         }
         parsed += r.parsed ? 1 : 0;
@@ -146,7 +148,7 @@ TEST(Classfile, InstrumentedClassParsesAgainWithTheSameDeclarations) {
         const Bytes bytes = ReadFile(file);
         const InstrumentResult original = ParseClass(bytes);
         ASSERT_TRUE(original.parsed) << file << ": " << original.error;
-        const InstrumentResult r = InstrumentClass(bytes, SelectAll{});
+        const InstrumentResult r = InstrumentClass(bytes, {.calls = SelectAll{}});
         ASSERT_TRUE(r.parsed) << file << ": " << r.error;
         EXPECT_TRUE(r.skipped.empty()) << file << ": " << r.skipped.front();
         unsigned withCode = 0;
@@ -178,7 +180,7 @@ TEST(Classfile, InstrumentedClassParsesAgainWithTheSameDeclarations) {
         }
 
         // Instrumenting the instrumented class again still gives a class that parses.
-        const InstrumentResult twice = InstrumentClass(r.bytes, SelectAll{});
+        const InstrumentResult twice = InstrumentClass(r.bytes, {.calls = SelectAll{}});
         ASSERT_TRUE(twice.parsed) << file << ": " << twice.error;
         EXPECT_EQ(twice.instrumented, withCode) << file;
         ASSERT_TRUE(twice.changed);
@@ -205,7 +207,7 @@ struct LargeMethods {
 LargeMethods InstrumentLargeMethods() {
     LargeMethods l;
     l.original = LoadClass("large/LargeMethods");
-    l.result = InstrumentClass(l.original, SelectAll{});
+    l.result = InstrumentClass(l.original, {.calls = SelectAll{}});
     return l;
 }
 
@@ -292,7 +294,7 @@ TEST(Classfile, LineTableWhoseCountDisagreesWithItsLengthIsRejected) {
             b.Add(m);
             const Bytes bytes = b.Build();
             const InstrumentResult p = ParseClass(bytes);
-            const InstrumentResult r = InstrumentClass(bytes, SelectAll{});
+            const InstrumentResult r = InstrumentClass(bytes, {.calls = SelectAll{}});
             EXPECT_FALSE(p.parsed) << table << " declaring " << declared;
             EXPECT_NE(p.error.find(table), std::string::npos) << p.error;
             EXPECT_FALSE(r.parsed) << table << " declaring " << declared;
@@ -312,7 +314,7 @@ TEST(Classfile, LineTableWhoseCountDisagreesWithItsLengthIsRejected) {
         m.attrs.push_back({table, body});
         b.Add(m);
         const Bytes bytes = b.Build();
-        const InstrumentResult r = InstrumentClass(bytes, SelectAll{});
+        const InstrumentResult r = InstrumentClass(bytes, {.calls = SelectAll{}});
         ASSERT_TRUE(r.changed) << table << ": " << r.error;
         EXPECT_EQ(CheckInstrumentResult(r), "") << table;
     }
@@ -330,7 +332,7 @@ TEST(Classfile, LongInTheLastConstantPoolSlotIsRejected) {
         const InstrumentResult p = ParseClass(bytes);
         EXPECT_FALSE(p.parsed);
         EXPECT_FALSE(p.error.empty());
-        const InstrumentResult r = InstrumentClass(bytes, SelectAll{});
+        const InstrumentResult r = InstrumentClass(bytes, {.calls = SelectAll{}});
         EXPECT_FALSE(r.parsed);
         EXPECT_EQ(CheckInstrumentResult(r), "");
 
@@ -339,7 +341,7 @@ TEST(Classfile, LongInTheLastConstantPoolSlotIsRejected) {
         ok.Add({});
         ok.Raw({tag, 0, 0, 0, 0, 0, 0, 0, 1}, 2);
         const Bytes okBytes = ok.Build();
-        const InstrumentResult okResult = InstrumentClass(okBytes, SelectAll{});
+        const InstrumentResult okResult = InstrumentClass(okBytes, {.calls = SelectAll{}});
         EXPECT_TRUE(okResult.changed) << okResult.error;
         EXPECT_EQ(CheckInstrumentResult(okResult), "");
     }
@@ -362,7 +364,7 @@ TEST(Classfile, TableswitchUpToIntMaxIsRewrittenWithTheSameBounds) {
     m.code.insert(m.code.end(), {0x03, 0xac, 0x04, 0xac, 0x05, 0xac});  // iconst_0..2; ireturn
     b.Add(m);
     const Bytes bytes = b.Build();
-    const InstrumentResult r = InstrumentClass(bytes, SelectAll{});
+    const InstrumentResult r = InstrumentClass(bytes, {.calls = SelectAll{}});
     ASSERT_TRUE(r.changed) << r.error;
     EXPECT_EQ(CheckInstrumentResult(r), "");
     const auto code = MethodCode(r.bytes, "m");
@@ -387,7 +389,7 @@ TEST(Classfile, MethodWithMaxStackAtTheLimitIsLeftAlone) {
     b.Add(full);
     b.Add({});
     const Bytes bytes = b.Build();
-    const InstrumentResult r = InstrumentClass(bytes, SelectAll{});
+    const InstrumentResult r = InstrumentClass(bytes, {.calls = SelectAll{}});
     ASSERT_TRUE(r.parsed) << r.error;
     ASSERT_EQ(r.skipped.size(), 1u);
     EXPECT_EQ(r.skipped[0].rfind("full()V: ", 0), 0u) << r.skipped[0];
@@ -409,7 +411,7 @@ TEST(Classfile, MethodWhoseTablesWouldOverflowTheirCountsIsLeftAlone) {
         b.Add({});
         const Bytes bytes = b.Build();
         ASSERT_TRUE(ParseClass(bytes).parsed);
-        const InstrumentResult r = InstrumentClass(bytes, SelectAll{});
+        const InstrumentResult r = InstrumentClass(bytes, {.calls = SelectAll{}});
         ASSERT_TRUE(r.parsed) << r.error;
         ASSERT_EQ(r.skipped.size(), 1u);
         EXPECT_EQ(r.skipped[0].rfind("handlers()V: ", 0), 0u) << r.skipped[0];
@@ -424,7 +426,7 @@ TEST(Classfile, MethodWhoseTablesWouldOverflowTheirCountsIsLeftAlone) {
         b.Add({});
         const Bytes bytes = b.Build();
         ASSERT_TRUE(ParseClass(bytes).parsed);
-        const InstrumentResult r = InstrumentClass(bytes, SelectAll{});
+        const InstrumentResult r = InstrumentClass(bytes, {.calls = SelectAll{}});
         ASSERT_TRUE(r.parsed) << r.error;
         ASSERT_EQ(r.skipped.size(), 1u);
         EXPECT_EQ(r.skipped[0].rfind("attributes()V: ", 0), 0u) << r.skipped[0];
@@ -440,7 +442,7 @@ TEST(Classfile, FullConstantPoolLeavesTheMethodAloneAndTheOutputWellFormed) {
     ClassBuilder probe;
     probe.Add({});
     const Bytes probeBytes = probe.Build();
-    const InstrumentResult first = InstrumentClass(probeBytes, SelectAll{});
+    const InstrumentResult first = InstrumentClass(probeBytes, {.calls = SelectAll{}});
     ASSERT_TRUE(first.changed);
     const unsigned added = (first.bytes[8] << 8 | first.bytes[9]) - probe.poolCount();
 
@@ -454,9 +456,10 @@ TEST(Classfile, FullConstantPoolLeavesTheMethodAloneAndTheOutputWellFormed) {
     b.Add(large);
     b.PadPoolTo(65535 - added);
     const Bytes bytes = b.Build();
-    const InstrumentResult r = InstrumentClass(bytes, [](const ClassDecl &, const MethodDecl &m) -> std::int64_t {
-        return m.name == "small" ? 1 : 100000;
-    });
+    const InstrumentResult r =
+        InstrumentClass(bytes, {.calls = [](const ClassDecl &, const MethodDecl &m) -> std::int64_t {
+            return m.name == "small" ? 1 : 100000;
+        }});
     ASSERT_TRUE(r.parsed) << r.error;
     EXPECT_EQ(r.instrumented, 1u);
     ASSERT_EQ(r.skipped.size(), 1u);

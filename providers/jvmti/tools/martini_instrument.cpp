@@ -96,11 +96,12 @@ int main(int argc, char **argv) {
                 << '\n';
             return id;
         };
-        const auto r = martini::jvm::InstrumentClass(
-            bytes, callProbes ? martini::jvm::ProbeSelector(select) : martini::jvm::ProbeSelector{},
-            allocProbes ? martini::jvm::AllocSelector(selectAlloc) : martini::jvm::AllocSelector{},
-            siteProbes ? martini::jvm::SiteSelector(selectSite) : martini::jvm::SiteSelector{},
-            arrayProbes ? martini::jvm::ArraySelector(selectArray) : martini::jvm::ArraySelector{});
+        martini::jvm::Selectors selectors;
+        if (callProbes) selectors.calls = select;
+        if (allocProbes) selectors.allocs = selectAlloc;
+        if (siteProbes) selectors.sites = selectSite;
+        if (arrayProbes) selectors.arrays = selectArray;
+        const auto r = martini::jvm::InstrumentClass(bytes, selectors);
         if (!r.parsed) std::fprintf(stderr, "martini-instrument: %s: not instrumented: %s\n", f.c_str(), r.error.c_str());
         for (const auto &s : r.skipped) std::fprintf(stderr, "martini-instrument: %s: left alone: %s\n", f.c_str(), s.c_str());
         for (const auto &s : r.allocSkipped) {

@@ -1,0 +1,61 @@
+// The methods of martini/runtime/Probes (providers/jvmti/java): one row each, so that
+// the method references the rewriter emits and the natives the agent binds with
+// RegisterNatives come from the same names and descriptors.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <string_view>
+
+namespace martini::jvm {
+
+inline constexpr std::string_view kProbesClass = "martini/runtime/Probes";
+
+enum class Probe : std::size_t {
+    kEnter,
+    kLeave,
+    kLeaveExceptional,
+    kAlloc,
+    kAllocated,
+    kAllocByClassId,
+    kAllocArray,
+    kInteraction,
+    kInteractionStatic,
+};
+inline constexpr std::size_t kProbeCount = 9;
+
+constexpr std::size_t ProbeIndex(Probe p) { return static_cast<std::size_t>(p); }
+
+struct ProbeMethod {
+    Probe probe;
+    // Literals: data() is NUL-terminated, as JNI wants it.
+    std::string_view name;
+    std::string_view descriptor;
+    bool native;            // bound by the agent (alloc is Java: it calls allocated)
+    bool allocationFrame;   // left off the stacks of allocation events
+};
+
+inline constexpr std::array<ProbeMethod, kProbeCount> kProbeMethods = {{
+    {Probe::kEnter, "enter", "(I)V", true, false},
+    {Probe::kLeave, "leave", "(I)V", true, false},
+    {Probe::kLeaveExceptional, "leaveExceptional", "(I)V", true, false},
+    {Probe::kAlloc, "alloc", "(Ljava/lang/Object;Ljava/lang/Class;I)V", false, true},
+    {Probe::kAllocated, "allocated", "(Ljava/lang/Object;I)V", true, true},
+    // Class files before version 49 cannot ldc the class that alloc wants.
+    {Probe::kAllocByClassId, "allocByClassId", "(Ljava/lang/Object;I)V", true, true},
+    {Probe::kAllocArray, "allocArray", "(Ljava/lang/Object;I)V", true, true},
+    {Probe::kInteraction, "interaction", "(Ljava/lang/Object;I)V", true, false},
+    {Probe::kInteractionStatic, "interactionStatic", "(I)V", true, false},
+}};
+
+constexpr bool ProbeRowsInEnumOrder() {
+    for (std::size_t i = 0; i < kProbeMethods.size(); ++i) {
+        if (ProbeIndex(kProbeMethods[i].probe) != i) return false;
+    }
+    return true;
+}
+static_assert(ProbeRowsInEnumOrder(), "kProbeMethods is indexed by Probe");
+
+constexpr const ProbeMethod &ProbeOf(Probe p) { return kProbeMethods[ProbeIndex(p)]; }
+
+}  // namespace martini::jvm
