@@ -139,7 +139,25 @@ TResult Registry::SetGroupEnabled(TId clientId, TEventGroup group, bool enabled)
     });
 }
 
+ClientMask Registry::StopDelivery() noexcept {
+    try {
+        std::lock_guard lock(mutex_);
+        if (stopped_) return 0;
+        stopped_ = true;
+        // The instant delivery stops: Raise reads `enabled` first, on every thread.
+        ClientMask shutdownTargets = 0;
+        for (int e = EV_NONE + 1; e < EV_LAST; ++e) {
+            const ClientMask was = core_.tables_[e].enabled.exchange(0, std::memory_order_relaxed);
+            if (e == EV_VM_SHUTDOWN) shutdownTargets = was;
+        }
+        return shutdownTargets;
+    } catch (...) {  // std::mutex::lock may throw std::system_error
+        return 0;
+    }
+}
+
 void Registry::RecomputeEnabledLocked() {
+    if (stopped_) return;  // after Shutdown nothing is delivered again
     std::array<ClientMask, EV_LAST> masks{};
     for (const auto &client : Clients()) {
         for (const auto &r : client->Registrations()) {
@@ -400,6 +418,12 @@ Core::LoadResult Core::AddClient(std::string name, MPICL_Instantiate_t instantia
 
 void Core::FinishInit() { registry_->FinishInit(); }
 void Core::SetLive(bool live) { registry_->SetLive(live); }
+
+void Core::Shutdown() noexcept {
+    const ClientMask targets = registry_->StopDelivery();  // 0 the second time
+    if (targets != 0) DeliverNoData<IVmShutdownEventObserver>(tables_[EV_VM_SHUTDOWN], targets);
+    registry_->SetLive(false);
+}
 
 ClientMask Core::CallGraphInterest(TId methodId, SCallGraphFilterData &data) {
     return registry_->Interest(EG_CALL_GRAPH, methodId, &data);

@@ -68,6 +68,9 @@ public:
                                  const std::string &options);
     void FinishInit();
     void SetLive(bool live) { live_.store(live, std::memory_order_release); }
+    // Sets every event's enabled mask to 0 for good; returns VmShutdown's mask as it
+    // was (0 when delivery had already stopped).
+    ClientMask StopDelivery() noexcept;
     ClientMask Interest(EEventGroup group, TId elementId, void *filterData);
     void CountReentrant() noexcept { reentrant_.fetch_add(1, std::memory_order_relaxed); }
     void ReportHandlerFailure(std::uint32_t clientIndex, TEventType event) noexcept;
@@ -126,6 +129,7 @@ private:
     bool samplingSet_ = false;
     unsigned samplingInterval_ = 0;
     bool frozen_ = false;
+    bool stopped_ = false;  // Shutdown: the enabled masks stay 0
     std::atomic<bool> live_{false};
     // The client whose MPICL_Instantiate runs on this thread (nullptr on every other
     // thread, so other threads' RegisterEvent calls see the wrong phase, race-free).

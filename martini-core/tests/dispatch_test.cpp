@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <thread>
+
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -301,6 +304,50 @@ TEST(Dispatch, EventsWithoutDataAreDelivered) {
     core.FinishInit();
     core.Raise<IVmShutdownEventObserver>();
     EXPECT_EQ(shutdown.count, 1);
+}
+
+// While one client's shutdown handler runs (writing its files, say), the runtime's other
+// threads go on raising events. None may reach a client whose handler comes later:
+// every client sees the same run, whatever its place in the load order.
+TEST(Dispatch, ShutdownStopsDeliveryToEveryClientAtOneInstant) {
+    struct Enters : IMethodEnterEventObserver {
+        void HandleEvent(SMethodEnterEventData &) override { ++count; }
+        std::atomic<int> count{0};
+    };
+    struct ShutdownRecorder : IVmShutdownEventObserver {
+        std::function<void()> action;
+        void HandleEvent() override { action(); }
+    };
+    Enters firstEnters, secondEnters;
+    ShutdownRecorder firstShutdown, secondShutdown;
+    FakeProvider provider;
+    Core core(provider);
+    AddObserving(core, "first", {&firstEnters, &firstShutdown});
+    AddObserving(core, "second", {&secondEnters, &secondShutdown});
+    core.FinishInit();
+    core.SetLive(true);
+    auto d = Enter(1);
+    core.Raise<IMethodEnterEventObserver>(d);
+    int secondAtShutdown = -1;
+    firstShutdown.action = [&] {
+        std::thread daemon([&] {  // another runtime thread, still running
+            auto e = Enter(2);
+            core.Raise<IMethodEnterEventObserver>(e);
+        });
+        daemon.join();
+    };
+    secondShutdown.action = [&] { secondAtShutdown = secondEnters.count; };
+    core.Shutdown();
+    EXPECT_EQ(firstEnters.count, 1);
+    EXPECT_EQ(secondAtShutdown, 1);
+    // Nothing is delivered after shutdown, whatever a client asks for.
+    core.Raise<IMethodEnterEventObserver>(d);
+    EXPECT_EQ(core.Mpi().EnableEventGroup(1, EG_CALL_GRAPH), MRTE_RESULT_OK);
+    core.Raise<IMethodEnterEventObserver>(d);
+    EXPECT_EQ(firstEnters.count + secondEnters.count, 2);
+    core.Shutdown();  // a second call does nothing
+    SThreadInfo info;
+    EXPECT_EQ(core.Mpi().GetThreadInfo(1, 1, DR_THREAD_STATE, &info), MRTE_ERROR_PHASE_FAILURE);
 }
 
 // Counts events from many threads; the first events of two threads must overlap in

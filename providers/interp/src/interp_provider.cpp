@@ -100,8 +100,7 @@ std::string InterpProvider::Start(const martini_config &config) {
 
 void InterpProvider::Shutdown() {
     if (!live_.exchange(false, std::memory_order_acq_rel)) return;
-    core_->Raise<IVmShutdownEventObserver>();
-    core_->SetLive(false);
+    core_->Shutdown();
 }
 
 const ThreadRecord *InterpProvider::Current() const noexcept {

@@ -164,8 +164,8 @@ public:
         if (shutDown_) throw TraceError("VmShutdown was already replayed");
         if (!started_) throw TraceError("VmShutdown before VmInit");
         shutDown_ = true;
-        RaiseNoData<IVmShutdownEventObserver>();
-        core_.SetLive(false);
+        ++p_.stats_.eventsRaised;
+        core_.Shutdown();
     }
 
 private:

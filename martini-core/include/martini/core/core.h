@@ -7,7 +7,7 @@
 //   core.FinishInit();                // freezes the dispatch tables
 //   core.SetLive(true);               // VmInit: data requests allowed
 //   ... Raise<...>(...) from any thread ...
-//   core.Raise<IVmShutdownEventObserver>(); core.SetLive(false);
+//   core.Shutdown();                  // the runtime is ending: VmShutdown, then DEAD
 //
 // FinishInit() must happen-before the first Raise on every thread (call it before the
 // runtime starts the threads that raise events, or publish it with a release/acquire
@@ -108,6 +108,15 @@ public:
 
     // VmInit (true) / end of VmShutdown (false): data requests are answered only live.
     void SetLive(bool live);
+
+    // The runtime is ending (any one thread, once; later calls do nothing). At one
+    // instant every event stops being delivered to every client, so that all clients
+    // see the same run however long the others' shutdown handlers take while the
+    // runtime's other threads go on (an event whose delivery had already begun on
+    // another thread reaches every client it was meant for). Then VmShutdown is
+    // delivered to each client that observes it, in load order, data requests still
+    // answered, and the core goes DEAD (SetLive(false)). Groups cannot be re-enabled.
+    void Shutdown() noexcept;
 
     // ---- Instrumentation decisions (any thread, after FinishInit) ---------------
     //
