@@ -4,6 +4,9 @@
 #
 #   bash bench/jvm_overhead.sh [BUILD_DIR] [REPETITIONS]     (defaults: build, 5)
 #   CONFIGS="plain counts" bash bench/jvm_overhead.sh ...     (a subset; plain is always run)
+#   OTHER_BUILD=DIR bash bench/jvm_overhead.sh ...            (also every configuration with
+#                 DIR's agent and clients, as other:CONFIG, in the same interleaved run: to
+#                 compare two builds of Martini side by side)
 #
 # Workloads:
 #   javac  javac compiling 146 JDK sources (java.util.concurrent, .function, .regex;
@@ -57,8 +60,22 @@ if [ -n "${CONFIGS:-}" ]; then
     esac
   done
 fi
+if [ -n "${OTHER_BUILD:-}" ]; then
+  for f in providers/jvmti/libmartini-jvmti.so bench/clients/libcount_only.so; do
+    [ -f "$OTHER_BUILD/$f" ] || { echo "OTHER_BUILD: build $OTHER_BUILD first ($f is missing)"; exit 1; }
+  done
+  for c in "${configs[@]}"; do
+    case $c in plain|jvmti-entry) ;; *) configs+=("other:$c") ;; esac
+  done
+fi
 args_for() {
-  case $1 in
+  local agent=$agent count=$count config=$1
+  if [ "${config#other:}" != "$config" ]; then
+    agent=$OTHER_BUILD/providers/jvmti/libmartini-jvmti.so
+    count=$OTHER_BUILD/bench/clients/libcount_only.so
+    config=${config#other:}
+  fi
+  case $config in
     plain) ;;
     none-wanted) echo "-agentpath:$agent=callcount=include=no.such.package.,out=/dev/null" ;;
     counts) echo "-agentpath:$agent=$count" ;;
@@ -89,11 +106,11 @@ for workload in javac micro; do
 done
 
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
-printf '%-8s %-12s %10s %8s   (median of %d interleaved runs)\n' workload config seconds ratio "$reps"
+printf '%-8s %-18s %10s %8s   (median of %d interleaved runs)\n' workload config seconds ratio "$reps"
 for workload in javac micro; do
   base=$(median <<<"${times[$workload/plain]}")
   for c in "${configs[@]}"; do
     m=$(median <<<"${times[$workload/$c]}")
-    printf '%-8s %-12s %10.2f %7.2fx\n' "$workload" "$c" "$m" "$(echo "$m / $base" | bc -l)"
+    printf '%-8s %-18s %10.2f %7.2fx\n' "$workload" "$c" "$m" "$(echo "$m / $base" | bc -l)"
   done
 done
