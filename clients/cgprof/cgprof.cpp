@@ -174,14 +174,17 @@ struct ThreadTree {
     std::uint64_t callsBeyondBudget = 0;
     std::unordered_map<TId, BeyondBudget> beyond;
     // Direct-mapped cache in front of `beyond` (past the budget every call looks up).
+    // Made when a thread first goes past the budget: 64 KiB in every tree would make
+    // memory follow the threads ever started instead of the profile's size.
     struct BeyondSlot {
         TId method = 0;
         BeyondBudget *entry = nullptr;
     };
-    std::array<BeyondSlot, 4096> beyondCache{};
+    std::unique_ptr<std::array<BeyondSlot, 4096>> beyondCache;
 
     BeyondBudget &Beyond(TId method) {
-        BeyondSlot &slot = beyondCache[(method * 0x9E3779B97F4A7C15ull) >> 52];
+        if (!beyondCache) beyondCache = std::make_unique<std::array<BeyondSlot, 4096>>();
+        BeyondSlot &slot = (*beyondCache)[(method * 0x9E3779B97F4A7C15ull) >> 52];
         if (slot.entry != nullptr && slot.method == method) return *slot.entry;
         BeyondBudget &b = beyond[method];  // unordered_map: references stay valid
         slot = {method, &b};
