@@ -63,7 +63,7 @@ void JNICALL OnVmInit(jvmtiEnv *, JNIEnv *jni, jthread) {
     Instrumentation::Start(jni);
     core::Core &core = Vm::Core();
     core.SetLive(true);
-    if (core.HasObservers(EV_EC_START) || core.HasObservers(EV_EC_STOP)) {
+    if (ControlWanted(core)) {
         if (const std::string e = StartControl(core); !e.empty()) {
             Vm::Log(e + "; `martini control` will not reach this JVM");
         }

@@ -129,19 +129,37 @@ TId ClassRegistry::DeclareMethodFromJvmti(TId classId, jmethodID jm, const std::
     return id;
 }
 
-TId ClassRegistry::Bind(JNIEnv *jni, jclass klass) {
+namespace {
+
+// The class's internal name and its loader (a local reference for the caller to
+// delete; null for the bootstrap loader). False when JVMTI cannot name the class.
+bool NameAndLoader(jclass klass, std::string &internal, jobject &loader) {
     jvmtiEnv *jvmti = Vm::Jvmti();
     JvmtiString sig(jvmti);
-    if (jvmti->GetClassSignature(klass, &sig.p, nullptr) != JVMTI_ERROR_NONE) return 0;
-    jobject loader = nullptr;
+    if (jvmti->GetClassSignature(klass, &sig.p, nullptr) != JVMTI_ERROR_NONE) return false;
+    internal = InternalFromSignature(sig.p);
+    loader = nullptr;
     jvmti->GetClassLoader(klass, &loader);
+    return true;
+}
+
+}  // namespace
+
+TId ClassRegistry::Bind(JNIEnv *jni, jclass klass) {
+    jvmtiEnv *jvmti = Vm::Jvmti();
+    std::string internal;
+    jobject loader = nullptr;
+    if (!NameAndLoader(klass, internal, loader)) return 0;
     jint count = 0;
     jmethodID *jmethods = nullptr;
-    if (jvmti->GetClassMethods(klass, &count, &jmethods) != JVMTI_ERROR_NONE) return 0;
+    if (jvmti->GetClassMethods(klass, &count, &jmethods) != JVMTI_ERROR_NONE) {
+        if (loader) jni->DeleteLocalRef(loader);
+        return 0;
+    }
     TId classId = 0;
     {
         std::lock_guard lock(mutex_);
-        auto found = classByKey_.find(ClassKey(jni, loader, InternalFromSignature(sig.p)));
+        auto found = classByKey_.find(ClassKey(jni, loader, internal));
         if (found != classByKey_.end()) {
             classId = found->second;
             std::unordered_map<std::string, TId> byName;  // "name(descriptor)" -> id
@@ -256,13 +274,10 @@ std::string ArraySourceName(const std::string &internal) {
 }  // namespace
 
 TId ClassRegistry::ClassIdOf(JNIEnv *jni, jclass klass) {
-    jvmtiEnv *jvmti = Vm::Jvmti();
-    JvmtiString sig(jvmti);
-    if (jvmti->GetClassSignature(klass, &sig.p, nullptr) != JVMTI_ERROR_NONE) return 0;
+    std::string internal;
     jobject loader = nullptr;
-    jvmti->GetClassLoader(klass, &loader);
+    if (!NameAndLoader(klass, internal, loader)) return 0;
     std::lock_guard lock(mutex_);
-    const std::string internal = InternalFromSignature(sig.p);
     const std::string key = ClassKey(jni, loader, internal);
     if (loader) jni->DeleteLocalRef(loader);
     if (auto c = classByKey_.find(key); c != classByKey_.end()) return c->second;

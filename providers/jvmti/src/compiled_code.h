@@ -10,11 +10,12 @@ namespace martini::jvm {
 
 class CompiledCode {
 public:
+    static bool Wanted() {
+        return Vm::Wants(EV_JITTED_METHOD_LOADED) || Vm::Wants(EV_JITTED_METHOD_UNLOADED) ||
+               Vm::Wants(EV_DYNAMIC_CODE_GENERATED);
+    }
     static void AddCapabilities(jvmtiCapabilities &caps) {
-        if (Vm::Wants(EV_JITTED_METHOD_LOADED) || Vm::Wants(EV_JITTED_METHOD_UNLOADED) ||
-            Vm::Wants(EV_DYNAMIC_CODE_GENERATED)) {
-            caps.can_generate_compiled_method_load_events = 1;
-        }
+        if (Wanted()) caps.can_generate_compiled_method_load_events = 1;
     }
     static void SetCallbacks(jvmtiEventCallbacks &callbacks);
     static void OnDemand(TEventType event, bool wanted);

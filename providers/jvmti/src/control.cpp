@@ -81,6 +81,10 @@ void ReadCommands(core::Core *core) {
 
 std::string ControlPath(long pid) { return "/tmp/martini-" + std::to_string(pid) + ".ctl"; }
 
+bool ControlWanted(const core::Core &core) {
+    return core.HasObservers(EV_EC_START) || core.HasObservers(EV_EC_STOP);
+}
+
 std::string StartControl(core::Core &core) {
     gPath = ControlPath(static_cast<long>(::getpid()));
     ::unlink(gPath.c_str());  // a stale FIFO of an earlier process with this pid

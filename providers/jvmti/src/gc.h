@@ -9,8 +9,9 @@ namespace martini::jvm {
 
 class Gc {
 public:
+    static bool Wanted() { return Vm::Wants(EV_GC_START) || Vm::Wants(EV_GC_END); }
     static void AddCapabilities(jvmtiCapabilities &caps) {
-        if (Vm::Wants(EV_GC_START) || Vm::Wants(EV_GC_END)) caps.can_generate_garbage_collection_events = 1;
+        if (Wanted()) caps.can_generate_garbage_collection_events = 1;
     }
     static void SetCallbacks(jvmtiEventCallbacks &callbacks);
     static void OnDemand(TEventType event, bool wanted);
