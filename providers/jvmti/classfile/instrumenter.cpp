@@ -292,4 +292,32 @@ InstrumentResult InstrumentClass(std::span<const std::uint8_t> classBytes, const
     return result;
 }
 
+std::vector<std::string> SkippedSummary(std::string_view className, const InstrumentResult &result) {
+    struct Kind {
+        const std::vector<std::string> &methods;
+        const char *one;   // said of one method
+        const char *many;  // said of several
+    };
+    const Kind kinds[] = {
+        {result.skipped, "the method is left as it is (no call events)", "left as they are (no call events)"},
+        {result.allocSkipped, "no allocation probe (objects it constructs are not reported)",
+         "without allocation probe (objects they construct are not reported)"},
+        {result.sitesSkipped, "no site probes (its thread interactions are not reported)",
+         "without site probes (their thread interactions are not reported)"},
+        {result.arraysSkipped, "no array probes (arrays it allocates are not reported)",
+         "without array probes (arrays they allocate are not reported)"},
+    };
+    std::vector<std::string> lines;
+    const std::string cls(className);
+    for (const Kind &k : kinds) {
+        if (k.methods.size() == 1) {
+            lines.push_back(cls + "." + k.methods[0] + "; " + k.one);
+        } else if (k.methods.size() > 1) {
+            lines.push_back(cls + ": " + std::to_string(k.methods.size()) + " methods " + k.many + "; the first, " +
+                            k.methods[0]);
+        }
+    }
+    return lines;
+}
+
 }  // namespace martini::jvm

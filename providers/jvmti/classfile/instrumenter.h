@@ -196,4 +196,12 @@ struct Selectors {
 // the class with the probes they chose.
 InstrumentResult InstrumentClass(std::span<const std::uint8_t> classBytes, const Selectors &selectors);
 
+// What a class's rewriting left out, for the log: one line per kind of probe some of
+// its methods did not get (call, allocation, site, array probes), in the form
+// "<class>.<method><descriptor>: <reason>; <what is missing>" for one method and
+// "<class>: <n> methods <what is missing>; the first, <method><descriptor>: <reason>"
+// for more (a class whose constant pool is full can leave thousands of methods alone:
+// one line each would bury everything else).
+std::vector<std::string> SkippedSummary(std::string_view className, const InstrumentResult &result);
+
 }  // namespace martini::jvm

@@ -1,6 +1,7 @@
 #include "control.h"
 
 #include "martini/core/core.h"
+#include "martini/core/log.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -70,7 +71,7 @@ void ReadCommands(core::Core *core) {
                 core->Raise<IEcStopEventObserver>();
                 Reply(reply, "ok stop");
             } else {
-                std::fprintf(stderr, "martini: unknown control command '%s' (start, stop)\n", command.c_str());
+                core::LogF("unknown control command '%s' (start, stop)", command.c_str());
                 Reply(reply, "unknown command");
             }
         }
@@ -80,6 +81,10 @@ void ReadCommands(core::Core *core) {
 }  // namespace
 
 std::string ControlPath(long pid) { return "/tmp/martini-" + std::to_string(pid) + ".ctl"; }
+
+bool ControlWanted(const core::Core &core) {
+    return core.HasObservers(EV_EC_START) || core.HasObservers(EV_EC_STOP);
+}
 
 std::string StartControl(core::Core &core) {
     gPath = ControlPath(static_cast<long>(::getpid()));

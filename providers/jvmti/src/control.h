@@ -15,6 +15,9 @@ namespace martini::jvm {
 // The FIFO's path for a process.
 std::string ControlPath(long pid);
 
+// Whether some client observes EcStart or EcStop: the control component is wanted.
+bool ControlWanted(const core::Core &core);
+
 // Creates the FIFO and starts the reader thread (detached). Returns "" or the error.
 std::string StartControl(core::Core &core);
 // Removes the FIFO (the reader thread ends with the process).

@@ -1,9 +1,9 @@
-// What the JVM provider's source files share (private to providers/jvmti/src): the
-// calling thread's context, the event clock, JVMTI string handling and the
-// conversions between JVM and MPI forms.
+// What the JVM provider's components share (private to providers/jvmti/src): the
+// event clock, JVMTI string handling and the conversions between JVM and MPI forms.
 #pragma once
 
-#include "jvm_provider.h"
+#include "instrumenter.h"
+#include "vm.h"
 #include "martini/core/clock.h"
 
 #include <algorithm>
@@ -13,16 +13,6 @@
 namespace martini::jvm {
 
 using namespace Martini::MPI;
-
-// The calling thread's context; set on its first probe or at ThreadStart, cleared at
-// ThreadEnd. Initial-exec: one TLS load on the probes' path. Defined in jvm_provider.cpp.
-extern constinit thread_local ThreadContext *tContext __attribute__((tls_model("initial-exec")));
-
-// The calling thread's context: one TLS load when it exists (the probes' path),
-// else created through the provider.
-inline ThreadContext &CurrentContext(JvmProvider &provider, JNIEnv *jni) {
-    return tContext != nullptr ? *tContext : provider.ContextOf(jni);
-}
 
 inline constexpr std::uint8_t kInvokespecialOp = 0xb7;
 

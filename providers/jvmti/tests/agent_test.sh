@@ -83,6 +83,8 @@ bad "empty configuration" "martini: no client given" ""
 echo '{"clients": [{"client": "callcount", "optoins": "top=1"}]}' >"$work/bad.json"
 bad "unknown field in the JSON configuration" "unknown field \"optoins\"" "@$work/bad.json"
 bad "unreadable JSON configuration" "cannot read the configuration file" "@$work/missing.json"
+bad "a directory as the configuration" "configuration file '\\.' is a directory" "@."
+bad "a directory as the configuration" "configuration file '$work' is a directory" "@$work"
 echo '{"clients": [{"client": "callcount", "options": "include=sample.Sample$Square,top=3"}]}' >"$work/good.json"
 bad "JSON configuration" "Square.area" "@$work/good.json"
 

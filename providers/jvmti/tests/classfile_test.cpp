@@ -467,3 +467,57 @@ TEST(Classfile, FullConstantPoolLeavesTheMethodAloneAndTheOutputWellFormed) {
     EXPECT_EQ(r.bytes[8] << 8 | r.bytes[9], 65535);
     EXPECT_EQ(CheckInstrumentResult(r), "");
 }
+
+namespace martini::jvm {
+namespace {
+
+// A class whose methods cannot get probes (a full constant pool, ids out of range) is
+// one line in the log with the count, not one line per method.
+TEST(Classfile, MethodsLeftAloneAreSummarizedInOneLinePerClass) {
+    ClassBuilder b;
+    for (int i = 0; i < 500; ++i) {
+        ClassBuilder::Method m;
+        m.name = "m" + std::to_string(i);
+        b.Add(m);
+    }
+    const Bytes bytes = b.Build();
+    const InstrumentResult r = InstrumentClass(
+        bytes, {.calls = [](const ClassDecl &, const MethodDecl &) -> std::int64_t { return std::int64_t{1} << 40; }});
+    ASSERT_TRUE(r.parsed) << r.error;
+    ASSERT_EQ(r.skipped.size(), 500u);
+    const std::vector<std::string> lines = SkippedSummary("app.Big", r);
+    ASSERT_EQ(lines.size(), 1u);
+    EXPECT_EQ(lines[0].rfind("app.Big: 500 methods left as they are (no call events); the first, m", 0), 0u)
+        << lines[0];
+    EXPECT_NE(lines[0].find("probe id out of range"), std::string::npos) << lines[0];
+
+    InstrumentResult one;
+    one.skipped = {"f(I)V: a reason"};
+    EXPECT_EQ(SkippedSummary("app.Small", one),
+              std::vector<std::string>{"app.Small.f(I)V: a reason; the method is left as it is (no call events)"});
+}
+
+}  // namespace
+}  // namespace martini::jvm
+
+#include "gc_pairing.h"
+
+namespace martini::jvm {
+namespace {
+
+// Nested collections from the JVM (start, start, finish, finish) are one GcStart/GcEnd
+// pair for clients; a finish without a start is dropped.
+TEST(GcPairing, NestedCollectionsAreOneProperlyPairedGc) {
+    GcPairing p;
+    EXPECT_FALSE(p.Finish());  // switched on during a collection
+    EXPECT_TRUE(p.Start());
+    EXPECT_FALSE(p.Start());
+    EXPECT_FALSE(p.Finish());
+    EXPECT_TRUE(p.Finish());
+    EXPECT_TRUE(p.Start());  // the next collection
+    EXPECT_TRUE(p.Finish());
+    EXPECT_FALSE(p.Finish());
+}
+
+}  // namespace
+}  // namespace martini::jvm

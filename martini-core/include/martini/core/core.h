@@ -3,7 +3,7 @@
 // One Core per process, created by the provider. Lifecycle (all on one thread, the
 // runtime's initialization thread, unless said otherwise):
 //   Core core(provider);
-//   core.LoadClient(spec)...          // phase INIT: clients register in Instantiate
+//   LoadClients(core, config, dir);   // phase INIT: clients register in Instantiate
 //   core.FinishInit();                // freezes the dispatch tables
 //   core.SetLive(true);               // VmInit: data requests allowed
 //   ... Raise<...>(...) from any thread ...

@@ -1,11 +1,14 @@
-// The JVM provider: modules. MPI's module is where code comes from; on the JVM that
-// is a class's JPMS module ("java.base", "jdk.compiler", an application's named
-// module) or, for a class in an unnamed module, the class-path entry (jar or class
-// directory) its loader found it in: its protection domain's code source.
+// Modules: MPI's module is where code comes from; on the JVM that is a class's JPMS
+// module ("java.base", "jdk.compiler", an application's named module) or, for a class
+// in an unnamed module, the class-path entry (jar or class directory) its loader found
+// it in: its protection domain's code source. Owns the module names and ModuleLoad.
 //
-// Everything here reads fields through JNI and asks JVMTI; no Java code runs, so no
-// probe fires and no class loads while a class is being loaded.
-#include "jvm_provider.h"
+// Locks: announcing_ (recursive) is held from the module decision to its ModuleLoad;
+// mutex_ guards modules_ and moduleByName_. Everything here reads fields through JNI
+// and asks JVMTI; no Java code runs, so no probe fires and no class loads while a class
+// is being loaded.
+#include "modules.h"
+
 #include "jvm_support.h"
 
 #include <cstring>
@@ -90,17 +93,17 @@ std::string PathFromUrl(const std::string &path) {
 
 }  // namespace
 
-std::string JvmProvider::ModuleNameOf(JNIEnv *jni, jobject loader, jobject protectionDomain,
-                                      const char *internalName) {
+std::string Modules::NameOf(JNIEnv *jni, jobject loader, jobject protectionDomain, const char *internalName) {
+    jvmtiEnv *jvmti = Vm::Jvmti();
     jvmtiPhase phase{};
-    if (jni == nullptr || jvmti_->GetPhase(&phase) != JVMTI_ERROR_NONE || phase != JVMTI_PHASE_LIVE) return {};
+    if (jni == nullptr || jvmti->GetPhase(&phase) != JVMTI_ERROR_NONE || phase != JVMTI_PHASE_LIVE) return {};
     const ModuleFields &f = Fields(jni);
     // A named module: the loader defines the class's package in it.
     const char *slash = std::strrchr(internalName, '/');
     if (slash != nullptr) {
         const std::string package(internalName, static_cast<std::size_t>(slash - internalName));
         jobject module = nullptr;
-        if (jvmti_->GetNamedModule(loader, package.c_str(), &module) == JVMTI_ERROR_NONE && module != nullptr) {
+        if (jvmti->GetNamedModule(loader, package.c_str(), &module) == JVMTI_ERROR_NONE && module != nullptr) {
             std::string name = StringField(jni, module, f.moduleName);
             jni->DeleteLocalRef(module);
             if (!name.empty()) return name;
@@ -123,17 +126,14 @@ std::string JvmProvider::ModuleNameOf(JNIEnv *jni, jobject loader, jobject prote
     return loader == nullptr ? "(bootstrap class path)" : "(no code source)";
 }
 
-void JvmProvider::AssignModule(JNIEnv *jni, jobject loader, jobject protectionDomain, const char *internalName,
-                               TId classId) {
+void Modules::Assign(JNIEnv *jni, jobject loader, jobject protectionDomain, const char *internalName,
+                     ClassRecord &cls) {
     // Held until ModuleLoad is delivered: a class of the module loading on another
     // thread meanwhile waits, so no ClassLoad names a module before its ModuleLoad.
     // Recursive: a ModuleLoad handler may cause a class load on this thread.
-    std::lock_guard announcing(moduleMutex_);
-    {
-        std::lock_guard lock(mutex_);
-        if (classId == 0 || classId > classes_.size() || classes_[classId - 1]->moduleId != 0) return;
-    }
-    const std::string name = ModuleNameOf(jni, loader, protectionDomain, internalName);
+    std::lock_guard announcing(announcing_);
+    if (cls.moduleId.load(std::memory_order_acquire) != 0) return;
+    const std::string name = NameOf(jni, loader, protectionDomain, internalName);
     if (name.empty()) return;  // before the live phase: at the class's retransformation
     TId moduleId = 0;
     bool isNew = false;
@@ -143,14 +143,22 @@ void JvmProvider::AssignModule(JNIEnv *jni, jobject loader, jobject protectionDo
         if (inserted) modules_.push_back(name);
         moduleId = it->second;
         isNew = inserted;
-        classes_[classId - 1]->moduleId = moduleId;
     }
-    if (!isNew || !core_->IsEnabled(EV_MODULE_LOAD)) return;
+    cls.moduleId.store(moduleId, std::memory_order_release);
+    if (!isNew || !Vm::Core().IsEnabled(EV_MODULE_LOAD)) return;
     SModuleLoadEventData d;
     d.moduleId = moduleId;
     d.szModuleName = name.c_str();
     d.validData = DR_MODULE_ID | DR_MODULE_NAME;
-    core_->Raise<IModuleLoadEventObserver>(d);
+    Vm::Core().Raise<IModuleLoadEventObserver>(d);
+}
+
+TResult Modules::Describe(TId id, core::ModuleFacts &f) {
+    std::lock_guard lock(mutex_);
+    if (id == 0 || id > modules_.size()) return MRTE_ERROR_ILLEGAL_ID;
+    f.name = modules_[id - 1];
+    f.given = DR_MODULE_NAME;
+    return MRTE_RESULT_OK;
 }
 
 }  // namespace martini::jvm

@@ -1,0 +1,308 @@
+#include "instrumentation.h"
+
+#include "allocations.h"
+#include "calls.h"
+#include "interactions.h"
+#include "jvm_support.h"
+#include "modules.h"
+#include "probes.h"
+#include "martini/core/log.h"
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+namespace martini::jvm {
+
+void Instrumentation::Decide() {
+    wanted_ = Calls::Wanted() || Allocations::Exact() || Interactions::Wanted();
+    classes_ = wanted_ || Vm::Wants(EV_CLASS_LOAD) || Vm::Wants(EV_NEW_METHOD);
+    if (const char *dump = std::getenv("MARTINI_DUMP_CLASSES")) dumpDir_ = dump;
+}
+
+void Instrumentation::AddCapabilities(jvmtiCapabilities &caps) {
+    ClassRegistry::AddCapabilities(caps);
+    if (wanted_) {
+        caps.can_retransform_classes = 1;
+        caps.can_retransform_any_class = 1;
+    }
+}
+
+void Instrumentation::SetCallbacks(jvmtiEventCallbacks &callbacks) {
+    callbacks.ClassFileLoadHook = OnClassFileLoadHook;
+    callbacks.ClassPrepare = OnClassPrepare;
+}
+
+void Instrumentation::EnableEvents(const std::string &agentDir) {
+    jvmtiEnv *jvmti = Vm::Jvmti();
+    if (classes_) {
+        jvmti->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_CLASS_FILE_LOAD_HOOK, nullptr);
+        jvmti->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_CLASS_PREPARE, nullptr);
+    }
+    if (!wanted_) return;
+    const std::string jar = agentDir + "/martini-probes.jar";
+    if (jvmti->AddToBootstrapClassLoaderSearch(jar.c_str()) != JVMTI_ERROR_NONE) {
+        core::LogLine("cannot add " + jar + " to the bootstrap class path: no call-graph, exact allocation or "
+                "thread-interaction events");
+        wanted_ = false;
+    }
+}
+
+// ---- Class loading -----------------------------------------------------------------------
+
+void JNICALL Instrumentation::OnClassFileLoadHook(jvmtiEnv *jvmti, JNIEnv *jni, jclass redefined, jobject loader,
+                                                  const char *name, jobject protectionDomain, jint length,
+                                                  const unsigned char *data, jint *newLength,
+                                                  unsigned char **newData) {
+    if (Vm::Dead() || length <= 0) return;
+    std::vector<std::uint8_t> out =
+        OnClassFile(jni, loader, protectionDomain, name, {data, static_cast<std::size_t>(length)}, redefined);
+    if (out.empty()) return;
+    unsigned char *buffer = nullptr;
+    if (jvmti->Allocate(static_cast<jlong>(out.size()), &buffer) != JVMTI_ERROR_NONE) return;
+    std::memcpy(buffer, out.data(), out.size());
+    *newLength = static_cast<jint>(out.size());
+    *newData = buffer;
+}
+
+std::vector<std::uint8_t> Instrumentation::OnClassFile(JNIEnv *jni, jobject loader, jobject protectionDomain,
+                                                       const char *name, std::span<const std::uint8_t> bytes,
+                                                       jclass redefined) {
+    // The probes' own package is never probed.
+    if (name == nullptr || std::strncmp(name, "martini/runtime/", 16) == 0) return {};
+    stats_.classesSeen.fetch_add(1, std::memory_order_relaxed);
+    ClassLoad load;
+    load.jni = jni;
+    load.loader = loader;
+    load.instrumenting = instrumenting_.load(std::memory_order_acquire);
+    // Each component chooses the probes of its kind (an empty selector: none wanted).
+    const ProbeSelector calls = Calls::Selector(load);
+    const AllocSelector allocs = Allocations::ClassSelector(load);
+    const SiteSelector sites = Interactions::Selector(load);
+    const ArraySelector arrays = Allocations::ArraysSelector(load);
+    InstrumentResult result = calls || allocs || sites || arrays
+                                  ? InstrumentClass(bytes, Selectors{calls, allocs, sites, arrays})
+                                  : ParseClass(bytes);
+    if (!result.parsed) {
+        stats_.classesUnparsable.fetch_add(1, std::memory_order_relaxed);
+        core::LogF("class %s left as it is: cannot parse it: %s", name, result.error.c_str());
+        return {};
+    }
+    load.Declare(result.decl);  // classes without methods with code
+    Count(name, result);
+    // Delegating constructors' this(...) call sites, for the allocation stacks. Set
+    // before the class's code reaches the JVM.
+    for (std::size_t i = 0; i < result.delegationOffsets.size() && i < load.ids.size(); ++i) {
+        if (MethodRecord *r = ClassRegistry::Method(load.ids[i])) {
+            r->delegationBci.store(static_cast<std::int32_t>(result.delegationOffsets[i]), std::memory_order_relaxed);
+        }
+    }
+    if (load.allocProbe != 0 && redefined != nullptr) Allocations::BindClass(jni, load.allocProbe, redefined);
+    if (result.changed) Dump(name, result.bytes);
+    if (load.classId != 0) Modules::Assign(jni, loader, protectionDomain, name, *ClassRegistry::Class(load.classId));
+    if (load.newClass && redefined == nullptr) ClassRegistry::RaiseDeclared(load.classId);
+    return result.changed ? std::move(result.bytes) : std::vector<std::uint8_t>{};
+}
+
+void Instrumentation::Count(const char *name, const InstrumentResult &result) {
+    stats_.methodsLeftAlone.fetch_add(
+        result.skipped.size() + result.sitesSkipped.size() + result.arraysSkipped.size(), std::memory_order_relaxed);
+    stats_.constructorsWithoutAllocProbe.fetch_add(result.allocSkipped.size(), std::memory_order_relaxed);
+    for (const std::string &line : SkippedSummary(name, result)) core::LogLine(line);
+    stats_.constructorsAllocProbed.fetch_add(result.allocProbed, std::memory_order_relaxed);
+    stats_.sitesProbed.fetch_add(result.sitesProbed, std::memory_order_relaxed);
+    stats_.arraySitesProbed.fetch_add(result.arraysProbed, std::memory_order_relaxed);
+    if (result.changed) {
+        stats_.classesInstrumented.fetch_add(1, std::memory_order_relaxed);
+        stats_.methodsInstrumented.fetch_add(result.instrumented, std::memory_order_relaxed);
+    }
+}
+
+void Instrumentation::Dump(const char *name, const std::vector<std::uint8_t> &bytes) {
+    if (dumpDir_.empty()) return;
+    std::string file = dumpDir_ + "/" + name + ".class";
+    std::replace(file.begin() + static_cast<std::ptrdiff_t>(dumpDir_.size()) + 1, file.end(), '/', '.');
+    if (FILE *f = std::fopen(file.c_str(), "wb")) {
+        std::fwrite(bytes.data(), 1, bytes.size(), f);
+        std::fclose(f);
+    }
+}
+
+void Instrumentation::Prepared(JNIEnv *jni, jclass klass) {
+    const TId classId = ClassRegistry::Bind(jni, klass);
+    // Exact allocation mode: the class itself, for probes that cannot pass it.
+    Allocations::BindPreparedClass(jni, classId, klass);
+}
+
+void JNICALL Instrumentation::OnClassPrepare(jvmtiEnv *jvmti, JNIEnv *jni, jthread, jclass klass) {
+    Prepared(jni, klass);
+    // A module defined after VMInit (a new module layer) must read the probes' module
+    // too, before any code of its classes runs: preparation comes first.
+    if (probesModule_ == nullptr || getModule_ == nullptr) return;
+    jobject module = jni->CallObjectMethod(klass, getModule_);
+    if (jni->ExceptionCheck()) {
+        jni->ExceptionClear();
+    } else if (module != nullptr) {
+        jvmti->AddModuleReads(module, probesModule_);
+        jni->DeleteLocalRef(module);
+    }
+}
+
+// ---- VMInit: wiring the probes --------------------------------------------------------------
+
+void Instrumentation::Start(JNIEnv *jni) {
+    if (!wanted_) return;
+    // The probes' natives, and every named module's readability of the bootstrap class
+    // path's unnamed module (where martini.runtime.Probes lives), before any
+    // instrumented code can run.
+    jclass probes = jni->FindClass(kProbesClass.data());
+    if (probes == nullptr) {
+        jni->ExceptionClear();
+        core::LogLine("cannot load martini.runtime.Probes (martini-probes.jar next to the agent?): no call-graph, exact "
+                "allocation or thread-interaction events");
+        return;
+    }
+    Interactions::FindThreadClass(jni);
+    probesClass_ = static_cast<jclass>(jni->NewGlobalRef(probes));
+    if (!RegisterNatives(jni, probes)) {
+        core::LogLine("cannot bind martini.runtime.Probes natives: no call-graph, exact allocation or thread-interaction "
+                "events");
+        return;
+    }
+    Allocations::FindProbeMethods(jni, probes);
+    ReadProbesModule(jni, probes);
+    instrumenting_.store(true, std::memory_order_release);
+    RetransformLoaded(jni, probes);
+}
+
+namespace {
+
+// The two shapes of the probes' natives: (I)V and (Ljava/lang/Object;I)V.
+using IdNative = void(JNICALL *)(JNIEnv *, jclass, jint);
+using ObjectNative = void(JNICALL *)(JNIEnv *, jclass, jobject, jint);
+struct ProbeNative {
+    IdNative id = nullptr;
+    ObjectNative object = nullptr;
+};
+
+// Every native row of kProbeMethods has one function, of its descriptor's shape; the
+// Java rows (alloc) none.
+constexpr bool NativesMatchProbes(const std::array<ProbeNative, kProbeCount> &natives) {
+    for (const ProbeMethod &m : kProbeMethods) {
+        const ProbeNative &n = natives[ProbeIndex(m.probe)];
+        const bool id = n.id != nullptr && n.object == nullptr && m.descriptor == "(I)V";
+        const bool object = n.object != nullptr && n.id == nullptr && m.descriptor == "(Ljava/lang/Object;I)V";
+        const bool none = n.id == nullptr && n.object == nullptr;
+        if (m.native ? !(id || object) : !none) return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+bool Instrumentation::RegisterNatives(JNIEnv *jni, jclass probes) {
+    static constexpr std::array<ProbeNative, kProbeCount> kNatives = [] {
+        std::array<ProbeNative, kProbeCount> n{};
+        n[ProbeIndex(Probe::kEnter)].id = &Calls::Enter;
+        n[ProbeIndex(Probe::kLeave)].id = &Calls::LeaveNormal;
+        n[ProbeIndex(Probe::kLeaveExceptional)].id = &Calls::LeaveExceptional;
+        // Exact allocation mode: Probes.alloc calls `allocated` only for the object's
+        // own class; allocByClassId (class files before version 49) leaves that check
+        // to the agent. allocArray: after newarray/anewarray/multianewarray.
+        n[ProbeIndex(Probe::kAllocated)].object = &Allocations::Allocated;
+        n[ProbeIndex(Probe::kAllocByClassId)].object = &Allocations::AllocatedByClassId;
+        n[ProbeIndex(Probe::kAllocArray)].object = &Allocations::AllocatedArray;
+        // Thread interactions: site probes before notify/start/join/... calls.
+        n[ProbeIndex(Probe::kInteraction)].object = &Interactions::OnSite;
+        n[ProbeIndex(Probe::kInteractionStatic)].id = &Interactions::OnStaticSite;
+        return n;
+    }();
+    static_assert(NativesMatchProbes(kNatives), "the probes' natives and kProbeMethods disagree");
+    std::vector<JNINativeMethod> natives;
+    for (const ProbeMethod &m : kProbeMethods) {
+        if (!m.native) continue;
+        const ProbeNative &n = kNatives[ProbeIndex(m.probe)];
+        void *fn = n.id != nullptr ? reinterpret_cast<void *>(n.id) : reinterpret_cast<void *>(n.object);
+        natives.push_back({const_cast<char *>(m.name.data()), const_cast<char *>(m.descriptor.data()), fn});
+    }
+    if (jni->RegisterNatives(probes, natives.data(), static_cast<jint>(natives.size())) == 0) return true;
+    jni->ExceptionClear();
+    return false;
+}
+
+void Instrumentation::ReadProbesModule(JNIEnv *jni, jclass probes) {
+    jvmtiEnv *jvmti = Vm::Jvmti();
+    jclass classClass = jni->FindClass("java/lang/Class");
+    getModule_ = jni->GetMethodID(classClass, "getModule", "()Ljava/lang/Module;");
+    jobject module = jni->CallObjectMethod(probes, getModule_);
+    if (module == nullptr) return;
+    probesModule_ = jni->NewGlobalRef(module);
+    jint count = 0;
+    jobject *modules = nullptr;
+    if (jvmti->GetAllModules(&count, &modules) == JVMTI_ERROR_NONE) {
+        for (jint i = 0; i < count; ++i) jvmti->AddModuleReads(modules[i], module);
+        jvmti->Deallocate(reinterpret_cast<unsigned char *>(modules));
+    }
+}
+
+bool Instrumentation::NeedsRewriting(JNIEnv *jni, jclass klass) {
+    // Allocation and site probes depend on the code: with either wanted, every class
+    // is retransformed.
+    if (Allocations::Exact() || Interactions::Wanted()) return true;
+    if (!Calls::Wanted()) return false;
+    JvmtiString sig(Vm::Jvmti());
+    if (Vm::Jvmti()->GetClassSignature(klass, &sig.p, nullptr) != JVMTI_ERROR_NONE) return true;
+    const std::string internal = InternalFromSignature(sig.p);
+    if (internal == "java/lang/Object" || internal.rfind("martini/runtime/", 0) == 0) return false;  // never probed
+    // With call probes alone, the class is declared from JVMTI (methods, lines,
+    // module) and the call-graph filters are asked about its methods; it needs
+    // rewriting when some client wants one. A class loaded but not yet prepared has no
+    // methods to list: retransformed (about 75 of the 450 classes loaded before VMInit).
+    std::vector<DeclaredMethod> methods;
+    if (ClassRegistry::DeclareLoaded(jni, klass, internal, methods) == 0) return true;
+    return Calls::AskAbout(internal, methods);
+}
+
+void Instrumentation::RetransformLoaded(JNIEnv *jni, jclass probes) {
+    jvmtiEnv *jvmti = Vm::Jvmti();
+    jint loaded = 0;
+    jclass *classes = nullptr;
+    if (jvmti->GetLoadedClasses(&loaded, &classes) != JVMTI_ERROR_NONE) return;
+    // Only those the probes would change (retransforming every JDK class was most of
+    // the agent's start-up cost when nobody wants calls).
+    std::vector<jclass> declared, modifiable;
+    for (jint i = 0; i < loaded; ++i) {
+        jboolean ok = JNI_FALSE;
+        if (jvmti->IsModifiableClass(classes[i], &ok) == JVMTI_ERROR_NONE && ok &&
+            !jni->IsSameObject(classes[i], probes)) {
+            declared.push_back(classes[i]);
+            if (NeedsRewriting(jni, classes[i])) modifiable.push_back(classes[i]);
+        }
+    }
+    if (!modifiable.empty() &&
+        jvmti->RetransformClasses(static_cast<jint>(modifiable.size()), modifiable.data()) != JVMTI_ERROR_NONE) {
+        for (jclass c : modifiable) jvmti->RetransformClasses(1, &c);  // one bad class, not all
+    }
+    // Their methods' jmethodIDs to the records declared just now (they were prepared
+    // before ClassPrepare events came), so stacks name the same methods the probes do.
+    for (jclass c : declared) Prepared(jni, c);
+    jvmti->Deallocate(reinterpret_cast<unsigned char *>(classes));
+}
+
+void Instrumentation::PrintSummary() {
+    const auto &s = stats_;
+    const auto d = Vm::Core().GetDiagnostics();
+    if (!s.classesUnparsable && !s.methodsLeftAlone && !s.constructorsWithoutAllocProbe && !d.handlerFailures &&
+        !d.filterFailures) {
+        return;
+    }
+    core::LogF("%llu classes could not be parsed, %llu methods left alone, %llu constructors without "
+               "allocation probe, %llu handler and %llu filter failures contained",
+               (unsigned long long)s.classesUnparsable.load(), (unsigned long long)s.methodsLeftAlone.load(),
+               (unsigned long long)s.constructorsWithoutAllocProbe.load(), (unsigned long long)d.handlerFailures,
+               (unsigned long long)d.filterFailures);
+}
+
+}  // namespace martini::jvm
