@@ -350,6 +350,33 @@ TEST(Dispatch, ShutdownStopsDeliveryToEveryClientAtOneInstant) {
     EXPECT_EQ(core.Mpi().GetThreadInfo(1, 1, DR_THREAD_STATE, &info), MRTE_ERROR_PHASE_FAILURE);
 }
 
+// A provider's own runtime calls (the JVM agent's JNI calls that run Java code) raise
+// events on the thread; none may reach a client as if the program had made the call.
+TEST(Dispatch, EventsDuringTheProvidersOwnWorkAreNotDelivered) {
+    struct Enters : IMethodEnterEventObserver {
+        void HandleEvent(SMethodEnterEventData &) override { ++count; }
+        int count = 0;
+    } enters;
+    FakeProvider provider;
+    Core core(provider);
+    AddObserving(core, "c", {&enters});
+    core.FinishInit();
+    auto d = Enter(1);
+    {
+        core::OwnWorkScope own;
+        core.Raise<IMethodEnterEventObserver>(d);
+        {
+            core::OwnWorkScope nested;
+            core.Raise<IMethodEnterEventObserver>(d);
+        }
+        core.Raise<IMethodEnterEventObserver>(d);
+    }
+    EXPECT_EQ(enters.count, 0);
+    core.Raise<IMethodEnterEventObserver>(d);
+    EXPECT_EQ(enters.count, 1);
+    EXPECT_EQ(core.GetDiagnostics().reentrantEventsSuppressed, 3u);
+}
+
 // Counts events from many threads; the first events of two threads must overlap in
 // time, which proves that handlers are not serialized by the core.
 class ConcurrentCounter : public IMethodEnterEventObserver {

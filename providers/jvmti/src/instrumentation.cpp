@@ -141,7 +141,11 @@ void JNICALL Instrumentation::OnClassPrepare(jvmtiEnv *jvmti, JNIEnv *jni, jthre
     // A module defined after VMInit (a new module layer) must read the probes' module
     // too, before any code of its classes runs: preparation comes first.
     if (probesModule_ == nullptr || getModule_ == nullptr) return;
-    jobject module = jni->CallObjectMethod(klass, getModule_);
+    jobject module;
+    {
+        core::OwnWorkScope own;  // Class.getModule is Java code: not the program's call
+        module = jni->CallObjectMethod(klass, getModule_);
+    }
     if (jni->ExceptionCheck()) {
         jni->ExceptionClear();
     } else if (module != nullptr) {
@@ -157,7 +161,11 @@ void Instrumentation::Start(JNIEnv *jni) {
     // The probes' natives, and every named module's readability of the bootstrap class
     // path's unnamed module (where martini.runtime.Probes lives), before any
     // instrumented code can run.
-    jclass probes = jni->FindClass(kProbesClass.data());
+    jclass probes;
+    {
+        core::OwnWorkScope own;  // loading a class may run class loaders' Java code
+        probes = jni->FindClass(kProbesClass.data());
+    }
     if (probes == nullptr) {
         jni->ExceptionClear();
         core::LogLine("cannot load martini.runtime.Probes (martini-probes.jar next to the agent?): no call-graph, exact "
@@ -236,7 +244,11 @@ void Instrumentation::ReadProbesModule(JNIEnv *jni, jclass probes) {
     jvmtiEnv *jvmti = Vm::Jvmti();
     jclass classClass = jni->FindClass("java/lang/Class");
     getModule_ = jni->GetMethodID(classClass, "getModule", "()Ljava/lang/Module;");
-    jobject module = jni->CallObjectMethod(probes, getModule_);
+    jobject module;
+    {
+        core::OwnWorkScope own;
+        module = jni->CallObjectMethod(probes, getModule_);
+    }
     if (module == nullptr) return;
     probesModule_ = jni->NewGlobalRef(module);
     jint count = 0;
@@ -284,6 +296,12 @@ void Instrumentation::RetransformLoaded(JNIEnv *jni, jclass probes) {
     if (!modifiable.empty() &&
         jvmti->RetransformClasses(static_cast<jint>(modifiable.size()), modifiable.data()) != JVMTI_ERROR_NONE) {
         for (jclass c : modifiable) jvmti->RetransformClasses(1, &c);  // one bad class, not all
+    }
+    if (Calls::Wanted() && !modifiable.empty()) {
+        // What cannot be seen is said: these classes ran before any probe could exist.
+        core::LogF("%zu classes loaded during JVM start-up got their probes at VMInit; calls made in them "
+                   "before then (the JVM's own start-up) are not counted",
+                   modifiable.size());
     }
     // Their methods' jmethodIDs to the records declared just now (they were prepared
     // before ClassPrepare events came), so stacks name the same methods the probes do.

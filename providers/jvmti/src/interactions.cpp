@@ -60,6 +60,7 @@ std::int64_t Interactions::ProbeFor(TId methodId, const CallSite &site, ClientMa
 }
 
 void Interactions::FindThreadClass(JNIEnv *jni) {
+    core::OwnWorkScope own;  // FindClass may run class loaders' Java code: not the program's
     jclass thread = jni->FindClass("java/lang/Thread");
     if (thread == nullptr) {
         jni->ExceptionClear();

@@ -28,6 +28,7 @@ struct ModuleFields {
 };
 
 jfieldID FieldOf(JNIEnv *jni, const char *cls, const char *name, const char *sig) {
+    core::OwnWorkScope own;  // FindClass may run class loaders' Java code: not the program's
     jclass c = jni->FindClass(cls);
     if (c == nullptr) {
         jni->ExceptionClear();

@@ -42,6 +42,19 @@ extern constinit thread_local ThreadState tThreadState __attribute__((tls_model(
 // check; every other sanitizer check stays on.
 #define MARTINI_TLS_ACCESS __attribute__((no_sanitize("null")))
 
+// Martini's own work on this thread. While one lives, events raised on the thread are
+// not delivered (they are counted with the re-entrant ones), as inside a handler. A
+// provider holds one around the runtime calls it makes for itself (a JNI call that
+// runs Java code, a class load it causes) and on threads of its own: Martini's work
+// must never appear as the program's. Nests; any thread; not across threads.
+class OwnWorkScope {
+public:
+    MARTINI_TLS_ACCESS OwnWorkScope() noexcept { ++tThreadState.handlerDepth; }
+    MARTINI_TLS_ACCESS ~OwnWorkScope() { --tThreadState.handlerDepth; }
+    OwnWorkScope(const OwnWorkScope &) = delete;
+    OwnWorkScope &operator=(const OwnWorkScope &) = delete;
+};
+
 namespace detail {
 
 // One client's observer for one event, resolved at registration.
