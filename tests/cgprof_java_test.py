@@ -66,10 +66,10 @@ if go:
           g.stdout + g.stderr)
     g = subprocess.run([go, "tool", "pprof", "-raw", os.path.join(out, "cgprof.pb.gz")],
                        capture_output=True, text=True, env=dict(os.environ, HOME=work, PPROF_TMPDIR=work))
-    check("pprof: period type calls/count... (wall/nanoseconds in time mode)",
+    check("pprof: period type of the default metric (wall/nanoseconds in time mode)",
           g.returncode == 0 and re.search(r"PeriodType: wall nanoseconds", g.stdout), g.stdout[:800] + g.stderr)
     check("pprof: functions carry their first line (main's body starts at Shop.java:79)",
-          re.search(r"shop\.Shop\.main \S*Shop\.java:80 s=80", g.stdout), g.stdout[-3000:])
+          re.search(r"shop\.Shop\.main \S*Shop\.java:79 s=79", g.stdout), g.stdout[-3000:])
 main_frame = next(f for f in profile["frames"] if f["name"] == "shop.Shop.main")
 check("JSON frames carry the method's first line", main_frame.get("line") == 79, main_frame)
 

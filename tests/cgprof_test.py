@@ -129,6 +129,48 @@ check("default files: the JSON profile and the HTML report",
       str(os.listdir(out)) + r.stderr)
 check("no cut note when the trace holds every call", "trace cut" not in r.stderr, r.stderr)
 
+# Deep recursion: 20,000 nested calls of one method (kept to depth=4096), and a cycle of
+# two methods; the collapsed stacks stay a few lines, and the terminal says why.
+deep_trace = os.path.join(work, "deep.jsonl")
+with open(deep_trace, "w") as f:
+    for rec in [{"event": "ThreadStart", "t": 0, "thread": 1, "name": "main"},
+                {"event": "ClassLoad", "t": 1, "thread": 1, "class": 10, "name": "d.DeepRecursionExample"},
+                {"event": "NewMethod", "t": 2, "method": 1, "class": 10, "name": "descendTheTree", "sig": "(I)I"},
+                {"event": "NewMethod", "t": 3, "method": 2, "class": 10, "name": "even", "sig": "(I)Z"},
+                {"event": "NewMethod", "t": 4, "method": 3, "class": 10, "name": "odd", "sig": "(I)Z"},
+                {"event": "VmInit", "t": 10, "thread": 1}]:
+        f.write(json.dumps(rec) + "\n")
+    t = 100
+    calls = [1] * 20000 + [2, 3] * 1000
+    for m in calls:
+        f.write(f'{{"event":"MethodEnter","t":{t},"thread":1,"method":{m}}}\n')
+        t += 1
+    for m in reversed(calls):
+        f.write(f'{{"event":"MethodLeave","t":{t},"thread":1,"method":{m}}}\n')
+        t += 1
+    f.write(f'{{"event":"VmShutdown","t":{t}}}\n')
+out = os.path.join(work, "deep")
+r = run([replay, "--client", f"cgprof=counts,top=0,formats=all,out={out}", deep_trace])
+size = os.path.getsize(os.path.join(out, "cgprof.collapsed"))
+lines = open(os.path.join(out, "cgprof.collapsed")).read().splitlines()
+check("deep recursion: collapsed stacks in proportion (a line per distinct folded path)",
+      lines == ["d.DeepRecursionExample.descendTheTree 4096"] and size < 100, lines[:3])
+check("deep recursion: folding said on the terminal, once",
+      r.stderr.count("cgprof: collapsed stacks: recursion folded (4095 calling contexts") == 1, r.stderr)
+check("deep recursion: the JSON keeps the tree as recorded (4096 contexts)",
+      len(json.load(open(os.path.join(out, "cgprof.json")))["merged"]["nodes"]) == 4097)
+check("deep recursion: pprof bounded too", os.path.getsize(os.path.join(out, "cgprof.pb.gz")) < 50000,
+      os.path.getsize(os.path.join(out, "cgprof.pb.gz")))
+out = os.path.join(work, "deep-cycle")
+r = run([replay, "--client", f"cgprof=counts,top=0,formats=collapsed,depth=30000,out={out}", deep_trace])
+lines = open(os.path.join(out, "cgprof.collapsed")).read().splitlines()
+check("depth=30000: direct recursion and a cycle of two folded",
+      sorted(lines) == ["d.DeepRecursionExample.descendTheTree 20000",
+                        "d.DeepRecursionExample.descendTheTree;d.DeepRecursionExample.even 1",
+                        "d.DeepRecursionExample.descendTheTree;d.DeepRecursionExample.even;d.DeepRecursionExample.odd 1000",
+                        "d.DeepRecursionExample.descendTheTree;d.DeepRecursionExample.even;d.DeepRecursionExample.odd;"
+                        "d.DeepRecursionExample.even 999"], lines[:5])
+
 # -- filters and the depth cap ---------------------------------------------------------
 out, r = cgprof("include=*.rec,top=0,formats=json", "include")
 got = tree_paths(json.load(open(os.path.join(out, "cgprof.json"))), "wall")
