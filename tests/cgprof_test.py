@@ -133,13 +133,12 @@ check("no cut note when the trace holds every call", "trace cut" not in r.stderr
 # two methods; the collapsed stacks stay a few lines, and the terminal says why.
 deep_trace = os.path.join(work, "deep.jsonl")
 with open(deep_trace, "w") as f:
-    for rec in [{"event": "ThreadStart", "t": 0, "thread": 1, "name": "main"},
-                {"event": "ClassLoad", "t": 1, "thread": 1, "class": 10, "name": "d.DeepRecursionExample"},
-                {"event": "NewMethod", "t": 2, "method": 1, "class": 10, "name": "descendTheTree", "sig": "(I)I"},
-                {"event": "NewMethod", "t": 3, "method": 2, "class": 10, "name": "even", "sig": "(I)Z"},
-                {"event": "NewMethod", "t": 4, "method": 3, "class": 10, "name": "odd", "sig": "(I)Z"},
-                {"event": "VmInit", "t": 10, "thread": 1}]:
-        f.write(json.dumps(rec) + "\n")
+    f.write('{"event":"ThreadStart","t":0,"thread":1,"name":"main"}\n'
+            '{"event":"ClassLoad","t":1,"thread":1,"class":10,"name":"d.DeepRecursionExample"}\n')
+    for method, name in [(1, "descendTheTree"), (2, "even"), (3, "odd")]:
+        f.write(json.dumps({"event": "NewMethod", "t": 1 + method, "method": method, "class": 10, "name": name,
+                            "sig": "(I)I"}) + "\n")
+    f.write('{"event":"VmInit","t":10,"thread":1}\n')
     t = 100
     calls = [1] * 20000 + [2, 3] * 1000
     for m in calls:

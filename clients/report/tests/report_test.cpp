@@ -169,6 +169,19 @@ report::Profile CountsProfile(std::size_t frames) {
     return p;
 }
 
+// One path of `depth` distinct methods m0;m1;...;m(depth-1), one call each.
+report::Profile Chain(std::uint32_t depth) {
+    report::Profile p = CountsProfile(depth);
+    report::Tree &t = p.threads[0];
+    std::uint32_t at = 0;
+    for (std::uint32_t i = 0; i < depth; ++i) {
+        at = t.Add(at, i, 1);
+        t.nodes[at].self = {1};
+    }
+    p.Merge();
+    return p;
+}
+
 TEST(Collapsed, DirectRecursionFoldsToOneFrame) {
     report::Profile p = CountsProfile(3);
     report::Tree &t = p.threads[0];
@@ -206,14 +219,7 @@ TEST(Collapsed, CyclesOfTwoFoldAndValuesAddUp) {
 }
 
 TEST(Collapsed, DeepPathsWithoutCyclesEndInOneCutFrame) {
-    report::Profile p = CountsProfile(700);
-    report::Tree &t = p.threads[0];
-    std::uint32_t at = 0;
-    for (std::uint32_t i = 0; i < 700; ++i) {
-        at = t.Add(at, i, 1);
-        t.nodes[at].self = {1};
-    }
-    p.Merge();
+    report::Profile p = Chain(700);
     std::ostringstream out;
     const report::CollapsedStats stats = report::WriteCollapsed(p, out, 0, 0.0, 512);
     const auto lines = Lines(out.str());
@@ -331,14 +337,7 @@ TEST(Pprof, PeriodTypeLinesAndThreadLabels) {
 }
 
 TEST(Pprof, PathsDeeperThanTheCapShareOneCutSample) {
-    report::Profile p = CountsProfile(600);
-    report::Tree &t = p.threads[0];
-    std::uint32_t at = 0;
-    for (std::uint32_t i = 0; i < 600; ++i) {
-        at = t.Add(at, i, 1);
-        t.nodes[at].self = {1};
-    }
-    p.Merge();
+    report::Profile p = Chain(600);
     const std::string path = (std::filesystem::temp_directory_path() / "report-test-deep.pb.gz").string();
     ASSERT_EQ(report::WritePprof(p, path), "");
     const auto pb = ReadPprof(path);
