@@ -18,54 +18,75 @@ namespace martini::report {
 
 std::string UnnamedThreadName(std::uint64_t threadId) { return "thread " + std::to_string(threadId); }
 
+namespace {
+
+// One JVM field type at signature[i] ("I", "[Ljava/lang/String;") in Java's words with
+// the simple class name; advances i past it. "" when it is not one.
+std::string ReadableType(const std::string &signature, std::size_t &i, std::size_t end) {
+    std::size_t dims = 0;
+    while (i < end && signature[i] == '[') ++dims, ++i;
+    if (i >= end) return "";
+    std::string type;
+    switch (signature[i]) {
+        case 'Z': type = "boolean"; break;
+        case 'B': type = "byte"; break;
+        case 'C': type = "char"; break;
+        case 'S': type = "short"; break;
+        case 'I': type = "int"; break;
+        case 'J': type = "long"; break;
+        case 'F': type = "float"; break;
+        case 'D': type = "double"; break;
+        case 'V': type = "void"; break;
+        case 'L': {
+            const std::size_t semicolon = signature.find(';', i);
+            if (semicolon == std::string::npos || semicolon >= end) return "";
+            type = signature.substr(i + 1, semicolon - i - 1);
+            if (const std::size_t slash = type.find_last_of("/."); slash != std::string::npos) type.erase(0, slash + 1);
+            i = semicolon;
+            break;
+        }
+        default: return "";
+    }
+    ++i;
+    for (std::size_t d = 0; d < dims; ++d) type += "[]";
+    return type;
+}
+
+}  // namespace
+
 std::string ReadableParameters(const std::string &signature) {
     if (signature.empty() || signature[0] != '(') return signature;
     const std::size_t close = signature.find(')');
     if (close == std::string::npos) return signature;
     std::string out = "(";
-    bool first = true;
     for (std::size_t i = 1; i < close;) {
-        std::size_t dims = 0;
-        while (i < close && signature[i] == '[') ++dims, ++i;
-        if (i >= close) return signature;
-        std::string type;
-        switch (signature[i]) {
-            case 'Z': type = "boolean"; break;
-            case 'B': type = "byte"; break;
-            case 'C': type = "char"; break;
-            case 'S': type = "short"; break;
-            case 'I': type = "int"; break;
-            case 'J': type = "long"; break;
-            case 'F': type = "float"; break;
-            case 'D': type = "double"; break;
-            case 'L': {
-                const std::size_t end = signature.find(';', i);
-                if (end == std::string::npos || end > close) return signature;
-                type = signature.substr(i + 1, end - i - 1);
-                if (const std::size_t slash = type.find_last_of("/."); slash != std::string::npos) type.erase(0, slash + 1);
-                i = end;
-                break;
-            }
-            default: return signature;
-        }
-        ++i;
-        for (std::size_t d = 0; d < dims; ++d) type += "[]";
-        if (!first) out += ',';
-        out += type;
-        first = false;
+        const std::string type = ReadableType(signature, i, close);
+        if (type.empty()) return signature;
+        out += (out.size() > 1 ? "," : "") + type;
     }
     return out + ")";
 }
 
 void NameOverloads(std::vector<Frame> &frames) {
-    std::unordered_map<std::string, std::unordered_set<std::string>> signatures;
-    for (const Frame &f : frames) {
-        if (!f.signature.empty()) signatures[f.name].insert(f.signature);
-    }
-    for (Frame &f : frames) {
-        if (f.signature.empty()) continue;
-        auto it = signatures.find(f.name);
-        if (it != signatures.end() && it->second.size() > 1) f.name += ReadableParameters(f.signature);
+    // Twice: by parameters, then, for names still shared (bridge methods differ only
+    // in their return type), by ":" and the return type.
+    for (int pass = 0; pass < 2; ++pass) {
+        std::unordered_map<std::string, std::unordered_set<std::string>> signatures;
+        for (const Frame &f : frames) {
+            if (!f.signature.empty()) signatures[f.name].insert(f.signature);
+        }
+        for (Frame &f : frames) {
+            if (f.signature.empty()) continue;
+            auto it = signatures.find(f.name);
+            if (it == signatures.end() || it->second.size() < 2) continue;
+            if (pass == 0) {
+                f.name += ReadableParameters(f.signature);
+                continue;
+            }
+            std::size_t at = f.signature.find(')');
+            const std::string returned = at == std::string::npos ? "" : ReadableType(f.signature, ++at, f.signature.size());
+            if (!returned.empty()) f.name += ":" + returned;
+        }
     }
 }
 

@@ -245,6 +245,16 @@ TEST(Collapsed, OverloadsAreTwoStacksNotDuplicates) {
     EXPECT_EQ(p.frames[3].name, "shop.Cart.add");  // one signature: no list
 }
 
+TEST(Names, BridgeMethodsByTheirReturnType) {
+    std::vector<report::Frame> frames{MethodFrame("a.Loader$3", "run", "()Ljava/lang/Object;"),
+                                      MethodFrame("a.Loader$3", "run", "()La/Loader$Jar;"),
+                                      MethodFrame("a.Loader$3", "run", "(I)V")};
+    report::NameOverloads(frames);
+    EXPECT_EQ(frames[0].name, "a.Loader$3.run():Object");
+    EXPECT_EQ(frames[1].name, "a.Loader$3.run():Loader$Jar");
+    EXPECT_EQ(frames[2].name, "a.Loader$3.run(int)");
+}
+
 TEST(Names, ReadableParameters) {
     EXPECT_EQ(report::ReadableParameters("()V"), "()");
     EXPECT_EQ(report::ReadableParameters("(I[Ljava/lang/String;[[JLshop/Shop$Order;)V"), "(int,String[],long[][],Shop$Order)");
