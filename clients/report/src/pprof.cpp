@@ -6,10 +6,10 @@
 
 #include <zlib.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <unordered_map>
 
 namespace martini::report {
@@ -80,19 +80,21 @@ std::string WritePprof(const Profile &profile, const std::string &path) {
         line->set_function_id(i + 1);
         line->set_line(f.line);
     }
-    // Calling contexts deeper than kCollapsedMaxDepth frames are charged to one
-    // "[deeper frames cut]" location under their ancestor at that depth: a recursion
-    // thousands of frames deep would otherwise make a sample per depth, each with the
-    // whole stack (quadratic in the depth).
+    // Calling contexts deeper than kCollapsedMaxDepth frames are charged, per method,
+    // to one sample "method <- [deeper frames cut] <- their ancestor at that depth": a
+    // recursion thousands of frames deep would otherwise make a sample per depth, each
+    // with the whole stack (quadratic in the depth). Flat values per method stay exact.
     const std::uint64_t cutLocation = profile.frames.size() + 1;
     bool cutAdded = false;
     const std::int64_t threadKey = strings.Index("thread");
     const std::size_t metrics = profile.metrics.size();
     std::vector<std::uint32_t> depth;
-    std::unordered_map<std::uint32_t, std::vector<std::uint64_t>> cut;  // ancestor at the cap -> values
+    std::map<std::pair<std::uint32_t, std::uint32_t>, std::vector<std::uint64_t>> cut;  // (ancestor at the cap, frame)
     for (const Tree &tree : profile.threads) {
         const std::int64_t threadName = strings.Index(profile.ThreadName(tree.threadId));
-        auto sample = [&](std::uint32_t leaf, const std::vector<std::uint64_t> &values, bool beyond) {
+        // `cutFrame` kRootFrame: the stack of `leaf`; else cutFrame <- cut <- leaf's stack.
+        auto sample = [&](std::uint32_t leaf, const std::vector<std::uint64_t> &values, std::uint32_t cutFrame) {
+            const bool beyond = cutFrame != kRootFrame;
             if (beyond && !cutAdded) {
                 auto *fn = pb.add_function();
                 fn->set_id(cutLocation);
@@ -104,7 +106,10 @@ std::string WritePprof(const Profile &profile, const std::string &path) {
                 cutAdded = true;
             }
             auto *s = pb.add_sample();
-            if (beyond) s->add_location_id(cutLocation);
+            if (beyond) {
+                s->add_location_id(cutFrame + 1ull);
+                s->add_location_id(cutLocation);
+            }
             for (std::uint32_t at = leaf; at != 0 && at != kNoParent; at = tree.nodes[at].parent) {
                 s->add_location_id(tree.nodes[at].frame + 1ull);
             }
@@ -124,17 +129,14 @@ std::string WritePprof(const Profile &profile, const std::string &path) {
             for (std::uint64_t v : n.self) any |= v != 0;
             if (!any) continue;
             if (depth[i] <= kCollapsedMaxDepth) {
-                sample(i, n.self, false);
+                sample(i, n.self, kRootFrame);
                 continue;
             }
-            auto &values = cut[capAncestor[i]];
+            auto &values = cut[{capAncestor[i], n.frame}];
             values.resize(metrics, 0);
             for (std::size_t k = 0; k < metrics && k < n.self.size(); ++k) values[k] += n.self[k];
         }
-        std::vector<std::uint32_t> ancestors;
-        for (const auto &[ancestor, values] : cut) ancestors.push_back(ancestor);
-        std::sort(ancestors.begin(), ancestors.end());
-        for (std::uint32_t ancestor : ancestors) sample(ancestor, cut[ancestor], true);
+        for (const auto &[key, values] : cut) sample(key.first, values, key.second);
     }
     pb.add_comment(strings.Index("written by Martini " + profile.tool + (profile.mode.empty() ? "" : " (" + profile.mode + ")")));
     std::string raw, gz;

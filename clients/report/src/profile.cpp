@@ -351,13 +351,17 @@ FoldedTree Fold(const Tree &tree, std::size_t metric, std::size_t maxDepth, Coll
     f.value = {0};
     f.children.emplace_back();
     std::vector<std::uint32_t> to(tree.nodes.size(), 0);
+    // For a context below the depth cap: the cut node it went to (else kNoParent).
+    // Under a cut node, one child per method, flat, so self values per method stay.
+    std::vector<std::uint32_t> cutAt(tree.nodes.size(), kNoParent);
     std::uint32_t up[2 * kFoldCycle];
     for (std::uint32_t i = 1; i < tree.nodes.size(); ++i) {
         const Node &n = tree.nodes[i];
         const std::uint32_t p = to[n.parent];
         std::uint32_t target = kNoParent;
-        if (f.frame[p] == kCutFrame) {
-            target = p;
+        if (cutAt[n.parent] != kNoParent) {
+            cutAt[i] = cutAt[n.parent];
+            target = f.Child(cutAt[i], n.frame);
             ++stats.cutContexts;
         } else {
             // up[k]: the k-th ancestor of the new node's folded parent (0: itself).
@@ -375,7 +379,8 @@ FoldedTree Fold(const Tree &tree, std::size_t metric, std::size_t maxDepth, Coll
             }
             if (target == kNoParent) {
                 if (f.depth[p] >= maxDepth) {
-                    target = f.Child(p, kCutFrame);
+                    cutAt[i] = f.Child(p, kCutFrame);
+                    target = f.Child(cutAt[i], n.frame);
                     ++stats.cutContexts;
                 } else {
                     target = f.Child(p, n.frame);
@@ -396,7 +401,8 @@ std::string CollapsedStats::Note() const {
     if (foldedContexts != 0) note += " recursion folded (" + std::to_string(foldedContexts) + " calling contexts merged into their first activation)";
     if (cutContexts != 0) {
         note += std::string(foldedContexts != 0 ? ";" : "") + " " + std::to_string(cutContexts) +
-                " calling contexts deeper than " + std::to_string(maxDepth) + " frames kept as one \"[deeper frames cut]\" frame";
+                " calling contexts deeper than " + std::to_string(maxDepth) +
+                " frames cut to \"[deeper_frames_cut];method\" (self values per method kept)";
     }
     return note + " (the JSON profile keeps every context)";
 }
