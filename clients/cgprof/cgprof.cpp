@@ -71,7 +71,8 @@ struct Options {
 
 // The files written by default: the ones people open (the flame graph) and the one
 // `martini report` and `martini convert` read; the others on request (formats=) or
-// by `martini convert`. Writing all five costs 10x more (docs/performance.md).
+// by `martini convert`. On the shop example all five take about 4x the time and 8x
+// the bytes of these two (docs/performance.md, "Writing the profile").
 constexpr unsigned kDefaultFormats = report::kJson | report::kHtml;
 
 std::string ParseOptions(const char *text, Options &o) {

@@ -80,7 +80,8 @@ void NameOverloads(std::vector<Frame> &frames) {
             auto it = signatures.find(f.name);
             if (it == signatures.end() || it->second.size() < 2) continue;
             if (pass == 0) {
-                f.name += ReadableParameters(f.signature);
+                // A signature that is no JVM descriptor (another runtime's) in brackets.
+                f.name += f.signature[0] == '(' ? ReadableParameters(f.signature) : "[" + f.signature + "]";
                 continue;
             }
             std::size_t at = f.signature.find(')');

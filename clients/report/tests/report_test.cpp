@@ -257,6 +257,14 @@ TEST(Names, BridgeMethodsByTheirReturnType) {
     EXPECT_EQ(frames[2].name, "a.Loader$3.run(int)");
 }
 
+TEST(Names, OtherRuntimesSignaturesInBrackets) {
+    std::vector<report::Frame> frames{MethodFrame("inventory", "find", "inventory.lua:12"),
+                                      MethodFrame("inventory", "find", "inventory.lua:40")};
+    report::NameOverloads(frames);
+    EXPECT_EQ(frames[0].name, "inventory.find[inventory.lua:12]");
+    EXPECT_EQ(frames[1].name, "inventory.find[inventory.lua:40]");
+}
+
 TEST(Names, ReadableParameters) {
     EXPECT_EQ(report::ReadableParameters("()V"), "()");
     EXPECT_EQ(report::ReadableParameters("(I[Ljava/lang/String;[[JLshop/Shop$Order;)V"), "(int,String[],long[][],Shop$Order)");

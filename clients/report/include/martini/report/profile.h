@@ -44,8 +44,10 @@ std::string ReadableParameters(const std::string &signature);
 
 // Tells overloads apart: every frame whose name another frame with a different
 // signature shares gets its readable parameter list appended, e.g.
-// "shop.Shop.place(int)" and "shop.Shop.place(String,int)". Frames without a
-// signature, and names held by one signature only, are left alone.
+// "shop.Shop.place(int)" and "shop.Shop.place(String,int)" (a signature that is no
+// JVM descriptor is appended in brackets: "f[lua:12]"); names still shared then get
+// ":" and the return type (bridge methods). Frames without a signature, and names
+// held by one signature only, are left alone.
 void NameOverloads(std::vector<Frame> &frames);
 
 // The one name of a thread the runtime did not name: "thread 6" (JSON, tables,
