@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job: install, build, and profile the bundled Java program
 # (examples/java/shop) with cgprof through `martini run`: a top-N table on the
-# terminal, and JSON, collapsed stacks, Chrome trace, pprof and HTML in martini-out/.
+# terminal, and the JSON profile and the HTML flame graph in martini-out/ (the other
+# formats: `cgprof=formats=all` or `martini convert`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh

@@ -28,7 +28,7 @@ def run(args, cwd=work):
 
 
 out = os.path.join(work, "out")
-r = run([martini, "run", "--client", "cgprof=include=shop.*,top=30", "--output", out, "--",
+r = run([martini, "run", "--client", "cgprof=include=shop.*,top=30,formats=all", "--output", out, "--",
          "java", "-cp", classes, "shop.Shop"])
 log = r.stdout + r.stderr
 check("exit status 0", r.returncode == 0, log)
@@ -64,13 +64,29 @@ if go:
                        capture_output=True, text=True, env=dict(os.environ, HOME=work, PPROF_TMPDIR=work))
     check("go tool pprof reads the JVM profile", g.returncode == 0 and re.search(r"316\s.*PriceCalculator\.price", g.stdout),
           g.stdout + g.stderr)
+    g = subprocess.run([go, "tool", "pprof", "-raw", os.path.join(out, "cgprof.pb.gz")],
+                       capture_output=True, text=True, env=dict(os.environ, HOME=work, PPROF_TMPDIR=work))
+    check("pprof: period type of the default metric (wall/nanoseconds in time mode)",
+          g.returncode == 0 and re.search(r"PeriodType: wall nanoseconds", g.stdout), g.stdout[:800] + g.stderr)
+    check("pprof: functions carry their first line (main's body starts at Shop.java:79)",
+          re.search(r"shop\.Shop\.main \S*Shop\.java:79 s=79", g.stdout), g.stdout[-3000:])
+main_frame = next(f for f in profile["frames"] if f["name"] == "shop.Shop.main")
+check("JSON frames carry the method's first line", main_frame.get("line") == 79, main_frame)
 
 # The README's main job exactly: no options, the whole JDK profiled too.
 plain = os.path.join(work, "plain")
 r = run([martini, "run", "--client", "cgprof", "--output", plain, "--", "java", "-cp", classes, "shop.Shop"])
-check("plain `martini run --client cgprof`: table and files", r.returncode == 0
+check("plain `martini run --client cgprof`: table and the default files (JSON and HTML)", r.returncode == 0
       and re.search(r"cgprof: top \d+ of \d+ methods by self wall", r.stderr)
-      and all(os.path.getsize(os.path.join(plain, f)) > 0 for f in files), r.stderr[-3000:])
+      and sorted(os.listdir(plain)) == ["cgprof.html", "cgprof.json"], r.stderr[-3000:] + str(os.listdir(plain)))
+plain_profile = json.load(open(os.path.join(plain, "cgprof.json")))
+by_name = {}
+for f in plain_profile["frames"]:
+    by_name.setdefault(f["name"], set()).add(f.get("signature", ""))
+clashes = {n: s for n, s in by_name.items() if len(s) > 1}
+check("overloads are told apart (no name shared by two signatures)", not clashes, list(clashes.items())[:5])
+check("overloads carry their parameter list", any(re.fullmatch(r"[\w.$]+\([\w,$\[\]]*\)", n) for n in by_name),
+      list(by_name)[:50])
 # With the whole JDK in the profile, where placeOrder ranks by self time depends on the
 # machine's load (the table shows 20 rows): its count is checked in the full report.
 full = run([martini, "report", os.path.join(plain, "cgprof.json"), "--top", "100000"])

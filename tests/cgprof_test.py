@@ -15,7 +15,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import testlib  # noqa: E402
-from testlib import Checks, self_by_frame  # noqa: E402
+from testlib import Checks, self_by_frame, tree_paths  # noqa: E402
 
 build, source = sys.argv[1:3]
 replay = os.path.join(build, "tools", "martini-replay")
@@ -43,10 +43,16 @@ def collapsed(path):
 
 
 # -- golden trees --------------------------------------------------------------------
-out, r = cgprof("top=5", "time")
+out, r = cgprof("top=5,formats=all", "time")
 expected = open(os.path.join(golden_dir, "expected-time.collapsed")).read().splitlines()
-got = collapsed(os.path.join(out, "cgprof.collapsed"))
+got = tree_paths(json.load(open(os.path.join(out, "cgprof.json"))), "wall")
 check("time mode: exact tree and exclusive wall times", got == expected, "\n".join(got))
+got = collapsed(os.path.join(out, "cgprof.collapsed"))
+check("collapsed stacks fold direct recursion (rec;rec;rec -> rec, values added)", got == [
+    "a.A.main 400", "a.A.main;a.A.rec 190", "a.A.main;a.A.rec;a.A.leaf 10", "a.A.main;a.A.work 220",
+    "a.A.main;a.A.work;a.A.leaf 80", "a.A.work 90", "a.A.work;a.A.leaf 90"], "\n".join(got))
+check("folding said on the terminal in one line",
+      len(re.findall(r"cgprof: collapsed stacks: recursion folded \(2 calling contexts", r.stderr)) == 1, r.stderr)
 check("top table on stderr", re.search(r"a\.A\.main\s+1\s+37\.0%\s+83\.3%", r.stderr) is not None, r.stderr)
 check("recursion's total counted once (rec: 200 of 1080 ns)", re.search(r"a\.A\.rec\s+3\s+17\.6%\s+18\.5%", r.stderr) is not None, r.stderr)
 check("files reported", r.stderr.count("cgprof: wrote ") == 5, r.stderr)
@@ -66,9 +72,9 @@ check("a slice is [thread, frame, start, duration]", [1, leaf, 300, 50, "call"] 
 check("signature and source file kept", any(f.get("signature") == "(I)I" and f.get("file") == "A.java"
                                             for f in profile["frames"]), profile["frames"])
 
-out, r = cgprof("counts,top=0", "counts")
+out, r = cgprof("counts,top=0,formats=all", "counts")
 expected = open(os.path.join(golden_dir, "expected-counts.collapsed")).read().splitlines()
-got = collapsed(os.path.join(out, "cgprof.collapsed"))
+got = tree_paths(json.load(open(os.path.join(out, "cgprof.json"))), "calls")
 check("counts mode: exact call counts per path", got == expected, "\n".join(got))
 check("counts mode has no table when top=0", "top " not in r.stderr, r.stderr)
 p = json.load(open(os.path.join(out, "cgprof.json")))
@@ -100,12 +106,73 @@ p = json.load(open(os.path.join(out_cpu, "cgprof.json")))
 cpu = self_by_frame(p, "cpu")
 check("cpu: thread CPU time, exclusive per method", cpu == {"a.A.outer": 200, "a.A.inner": 200}, cpu)
 
-out, r = cgprof("trace=3,top=0,formats=json", "trace3")
-check("trace=N bounds the slices", len(json.load(open(os.path.join(out, "cgprof.json")))["spans"]) == 3)
+out, r = cgprof("trace=3,top=0,formats=json+chrome", "trace3")
+p = json.load(open(os.path.join(out, "cgprof.json")))
+check("trace=N bounds the slices", len(p["spans"]) == 3, p["spans"])
+frames = [f["name"] for f in p["frames"]]
+main_spans = [s for s in p["spans"] if frames[s[1]] == "a.A.main"]
+check("trace=N keeps the first calls entered: the outermost frame has its whole slice",
+      len(main_spans) == 1 and all(main_spans[0][2] <= s[2] and s[2] + s[3] <= main_spans[0][2] + main_spans[0][3]
+                                   for s in p["spans"] if s[0] == main_spans[0][0]),
+      p["spans"])
+check("calls left out of the trace counted", p["counters"]["trace_calls_not_kept"] == 9, p["counters"])
+check("the cut said on the terminal, with the option that keeps them all",
+      "cgprof: trace cut after 3 calls (9 later calls not kept" in r.stderr and "use trace=12 to keep them all" in r.stderr,
+      r.stderr)
+chrome = json.load(open(os.path.join(out, "cgprof.trace.json")))
+check("the cut said in the trace (otherData and an instant event)",
+      "trace cut after 3 calls" in chrome["otherData"].get("cut", "")
+      and any(e.get("ph") == "i" and "use trace=12" in e["name"] for e in chrome["traceEvents"]), chrome["otherData"])
+out, r = cgprof("top=0", "default")
+check("default files: the JSON profile and the HTML report",
+      sorted(os.listdir(out)) == ["cgprof.html", "cgprof.json"] and r.stderr.count("cgprof: wrote ") == 2,
+      str(os.listdir(out)) + r.stderr)
+check("no cut note when the trace holds every call", "trace cut" not in r.stderr, r.stderr)
+
+# Deep recursion: 20,000 nested calls of one method (kept to depth=4096), and a cycle of
+# two methods; the collapsed stacks stay a few lines, and the terminal says why.
+deep_trace = os.path.join(work, "deep.jsonl")
+with open(deep_trace, "w") as f:
+    f.write('{"event":"ThreadStart","t":0,"thread":1,"name":"main"}\n'
+            '{"event":"ClassLoad","t":1,"thread":1,"class":10,"name":"d.DeepRecursionExample"}\n')
+    for method, name in [(1, "descendTheTree"), (2, "even"), (3, "odd")]:
+        f.write(json.dumps({"event": "NewMethod", "t": 1 + method, "method": method, "class": 10, "name": name,
+                            "sig": "(I)I"}) + "\n")
+    f.write('{"event":"VmInit","t":10,"thread":1}\n')
+    t = 100
+    calls = [1] * 20000 + [2, 3] * 1000
+    for m in calls:
+        f.write(f'{{"event":"MethodEnter","t":{t},"thread":1,"method":{m}}}\n')
+        t += 1
+    for m in reversed(calls):
+        f.write(f'{{"event":"MethodLeave","t":{t},"thread":1,"method":{m}}}\n')
+        t += 1
+    f.write(f'{{"event":"VmShutdown","t":{t}}}\n')
+out = os.path.join(work, "deep")
+r = run([replay, "--client", f"cgprof=counts,top=0,formats=all,out={out}", deep_trace])
+size = os.path.getsize(os.path.join(out, "cgprof.collapsed"))
+lines = open(os.path.join(out, "cgprof.collapsed")).read().splitlines()
+check("deep recursion: collapsed stacks in proportion (a line per distinct folded path)",
+      lines == ["d.DeepRecursionExample.descendTheTree 4096"] and size < 100, lines[:3])
+check("deep recursion: folding said on the terminal, once",
+      r.stderr.count("cgprof: collapsed stacks: recursion folded (4095 calling contexts") == 1, r.stderr)
+check("deep recursion: the JSON keeps the tree as recorded (4096 contexts)",
+      len(json.load(open(os.path.join(out, "cgprof.json")))["merged"]["nodes"]) == 4097)
+check("deep recursion: pprof bounded too", os.path.getsize(os.path.join(out, "cgprof.pb.gz")) < 50000,
+      os.path.getsize(os.path.join(out, "cgprof.pb.gz")))
+out = os.path.join(work, "deep-cycle")
+r = run([replay, "--client", f"cgprof=counts,top=0,formats=collapsed,depth=30000,out={out}", deep_trace])
+lines = open(os.path.join(out, "cgprof.collapsed")).read().splitlines()
+check("depth=30000: direct recursion and a cycle of two folded",
+      sorted(lines) == ["d.DeepRecursionExample.descendTheTree 20000",
+                        "d.DeepRecursionExample.descendTheTree;d.DeepRecursionExample.even 1",
+                        "d.DeepRecursionExample.descendTheTree;d.DeepRecursionExample.even;d.DeepRecursionExample.odd 1000",
+                        "d.DeepRecursionExample.descendTheTree;d.DeepRecursionExample.even;d.DeepRecursionExample.odd;"
+                        "d.DeepRecursionExample.even 999"], lines[:5])
 
 # -- filters and the depth cap ---------------------------------------------------------
-out, r = cgprof("include=*.rec,top=0,formats=collapsed", "include")
-got = collapsed(os.path.join(out, "cgprof.collapsed"))
+out, r = cgprof("include=*.rec,top=0,formats=json", "include")
+got = tree_paths(json.load(open(os.path.join(out, "cgprof.json"))), "wall")
 check("include: callees of left-out methods attach to the nearest profiled caller",
       got == ["a.A.rec 110", "a.A.rec;a.A.rec 60", "a.A.rec;a.A.rec;a.A.rec 30"], "\n".join(got))
 out, r = cgprof("exclude=a.A.l?af,top=0,formats=collapsed", "exclude")
@@ -119,8 +186,8 @@ check("filter= rule set (one-line): first match wins", not any("leaf" in l for l
 rules_file = os.path.join(work, "rules.json")
 json.dump({"rules": [{"action": "include", "class": "a.A", "method": "rec", "signature": "(I)I",
                       "access": "class_internal"}]}, open(rules_file, "w"))
-out, r = cgprof(f"filter=@{rules_file},top=0,formats=collapsed", "rulesjson")
-got = collapsed(os.path.join(out, "cgprof.collapsed"))
+out, r = cgprof(f"filter=@{rules_file},top=0,formats=json", "rulesjson")
+got = tree_paths(json.load(open(os.path.join(out, "cgprof.json"))), "wall")
 check("filter=@file.json: class, method, signature and access", got ==
       ["a.A.rec 110", "a.A.rec;a.A.rec 60", "a.A.rec;a.A.rec;a.A.rec 30"], "\n".join(got))
 open(rules_file, "w").write('{"rules": [{"action": "include", "clas": "a.*"}]}')

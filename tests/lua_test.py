@@ -31,7 +31,7 @@ def counts(table):
 
 # The bundled program under callcount, cgprof and the conformance kit at once.
 out = os.path.join(work, "out")
-r = run([martini_lua, "--client", "callcount=top=40", "--client", "cgprof", "--client", "conformance",
+r = run([martini_lua, "--client", "callcount=top=40", "--client", "cgprof=formats=all", "--client", "conformance",
          "--output", out, program])
 log = r.stdout + r.stderr
 check("exit status 0", r.returncode == 0, log)

@@ -46,6 +46,16 @@ alloc = self_by_frame(heap, "alloc_objects")
 live = self_by_frame(heap, "inuse_space")
 check("exact allocation counts per class", alloc.get("new app.Transfer") == 5 and alloc.get("new app.Ledger") == 1, alloc)
 check("live objects at exit (two freed)", live.get("new app.Transfer") == 72, live)
+r = run([martini, "report", os.path.join(out, "heapprof.json"), "--top", "3"])
+header = r.stdout.splitlines()[1] if r.stdout.count("\n") > 1 else ""
+check("martini report on heapprof: the total in bytes, columns apart",
+      re.search(r"methods by self alloc_space \(\d+ threads?; alloc_space in all: \d+ B\)", r.stdout)
+      and re.fullmatch(r"method +self % +total % +self B +total B", header), r.stdout)
+r = run([martini, "report", os.path.join(out, "threadprof.json"), "--top", "3"])
+header = r.stdout.splitlines()[1] if r.stdout.count("\n") > 1 else ""
+check("martini report on threadprof: blocked time in its unit, columns apart",
+      re.search(r"blocked in all: [0-9.]+ us\)", r.stdout)
+      and re.fullmatch(r"method +self % +total % +self us +total us", header), r.stdout)
 collapsed = sorted(open(os.path.join(out, "heapprof.collapsed")).read().splitlines())
 check("allocation stacks (bytes), root first", collapsed == [
     "app.Ledger.main;new_app.Ledger 40", "app.Ledger.main;new_java.lang.Object 16",

@@ -36,3 +36,20 @@ def self_by_frame(profile, metric):
     for node in profile["merged"]["nodes"][1:]:
         totals[frames[node[1]]] = totals.get(frames[node[1]], 0) + node[2 + k]
     return totals
+
+
+def tree_paths(profile, metric):
+    """The merged tree of a JSON profile as sorted "frame;frame value" lines (non-zero
+    self values of `metric`), unfolded: what the tree holds, whatever the collapsed
+    stacks fold."""
+    frames = [f["name"].replace(";", ":").replace(" ", "_") for f in profile["frames"]]
+    k = [m["name"] for m in profile["metrics"]].index(metric)
+    nodes = profile["merged"]["nodes"]
+    path = [""] * len(nodes)
+    lines = []
+    for i, node in enumerate(nodes[1:], start=1):
+        parent = path[node[0]]
+        path[i] = (parent + ";" if parent else "") + frames[node[1]]
+        if node[2 + k]:
+            lines.append(f"{path[i]} {node[2 + k]}")
+    return sorted(lines)

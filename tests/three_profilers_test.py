@@ -29,7 +29,7 @@ check = Checks()
 
 counts_file = os.path.join(work, "callcount.txt")
 r = subprocess.run([martini, "run",
-                    "--client", "cgprof=filter=+bank.*,top=5",
+                    "--client", "cgprof=filter=+bank.*,top=5,formats=all",
                     "--client", "heapprof=exact,include=bank.Bank$Transfer,top=5",
                     "--client", "threadprof=filter=+bank.*,top=5",
                     "--client", f"callcount=include=bank.Bank$Ledger,out={counts_file}",

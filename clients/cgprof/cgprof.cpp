@@ -13,6 +13,7 @@
 // memory grows with distinct call paths, not with calls.
 #include <MpiAPI.h>
 
+#include "martini/clients/frames.h"
 #include "martini/clients/names.h"
 #include "martini/clients/output.h"
 #include "martini/clients/support.h"
@@ -48,12 +49,12 @@ const char kUsage[] =
     "  filter=RULES      a rule set instead: +PATTERN|-PATTERN|...  or  @rules.json (docs/filters.md)\n"
     "  top=N             rows of the table printed at exit (default 20, 0: none)\n"
     "  out=DIR           write the files there (also set by `martini run --output`)\n"
-    "  formats=LIST      json+collapsed+chrome+pprof+html (default: all; none)\n"
+    "  formats=LIST      json+collapsed+chrome+pprof+html (default: json+html; all; none)\n"
     "  name=BASE         base name of the files (default: cgprof)\n"
     "  depth=N           deepest call path kept per thread (default 4096); deeper calls are counted as overflow\n"
     "  nodes=N           calling contexts kept per thread (default 500000); calls on further new paths are\n"
     "                    kept per method under \"(more call paths)\", so per-method figures stay exact\n"
-    "  trace=N           time mode: the first N calls become Chrome trace slices (default 100000)\n"
+    "  trace=N           time mode: the first N calls entered become Chrome trace slices (default 100000)\n"
     "  paused            start paused: the call-graph group is enabled by an EcStart command\n";
 
 struct Options {
@@ -68,9 +69,16 @@ struct Options {
     bool paused = false;
 };
 
+// The files written by default: the ones people open (the flame graph) and the one
+// `martini report` and `martini convert` read; the others on request (formats=) or
+// by `martini convert`. On the shop example all five take about 4x the time and 8x
+// the bytes of these two (docs/performance.md, "Writing the profile").
+constexpr unsigned kDefaultFormats = report::kJson | report::kHtml;
+
 std::string ParseOptions(const char *text, Options &o) {
     using martini::clients::ParseCount;
     o.out.name = "cgprof";
+    o.out.formats = kDefaultFormats;
     std::vector<martini::clients::Option> items;
     if (std::string e = martini::clients::SplitOptions(text, items); !e.empty()) return e;
     for (const auto &it : items) {
@@ -145,6 +153,7 @@ struct OpenCall {
     std::uint64_t wallStart;
     std::uint64_t cpuStart;
     std::uint64_t excludedAtEnter;
+    bool traced;  // entered within the trace budget: becomes a slice when it ends
     std::uint64_t childWall = 0, childCpu = 0;
 };
 
@@ -171,7 +180,7 @@ struct ThreadTree {
     std::uint64_t excludedNs = 0, excludedCpuNs = 0;  // time around pauses, charged to no one
     // diagnostics
     std::uint64_t depthOverflows = 0, unmatchedLeaves = 0, unclosedByPause = 0, exceptionExits = 0;
-    std::uint64_t callsBeyondBudget = 0;
+    std::uint64_t callsBeyondBudget = 0, callsNotTraced = 0;
     std::unordered_map<TId, BeyondBudget> beyond;
     // Direct-mapped cache in front of `beyond` (past the budget every call looks up).
     // Made when a thread first goes past the budget: 64 KiB in every tree would make
@@ -278,7 +287,14 @@ public:
             ++beyond->calls;
             ++t.callsBeyondBudget;
         }
-        t.stack.push_back({node, method, beyond, wall, cpu, t.excludedNs});
+        // The trace budget is spent when a call is entered, so a kept call's callers
+        // (entered before it) are kept too, and every kept call closes at its end.
+        bool traced = false;
+        if (o_.time && o_.trace > 0) {
+            traced = spansLeft_.load(std::memory_order_relaxed) > 0 && spansLeft_.fetch_sub(1, std::memory_order_relaxed) > 0;
+            if (!traced) ++t.callsNotTraced;
+        }
+        t.stack.push_back({node, method, beyond, wall, cpu, t.excludedNs, traced});
     }
 
     void Leave(TId threadId, TId method, std::uint64_t wall, std::uint64_t cpu, bool exceptional) {
@@ -366,10 +382,7 @@ private:
             t.stack.back().childWall += charged;
             t.stack.back().childCpu += cpuCharged;
         }
-        if (o_.time && spansLeft_.load(std::memory_order_relaxed) > 0 &&
-            spansLeft_.fetch_sub(1, std::memory_order_relaxed) > 0) {
-            t.spans.push_back({call.method, call.wallStart, charged});
-        }
+        if (call.traced) t.spans.push_back({call.method, call.wallStart, charged});
     }
 
     // The frame under which calls beyond the node budget are kept.
@@ -425,21 +438,13 @@ void Profiler::Finish() {
     auto frame = [&](TId method) {
         auto [it, added] = frameOf.emplace(method, static_cast<std::uint32_t>(p.frames.size()));
         if (added) {
-            const auto names = martini::clients::GetMethodNames(mpi_, id_, method);
-            report::Frame f;
-            f.className = names.className;
-            f.method = names.method;
-            f.signature = names.signature;
-            f.file = names.sourceFile;
-            f.name = names.ok ? (f.className.empty() ? f.method : f.className + "." + f.method)
-                              : "method#" + std::to_string(method);
-            p.frames.push_back(std::move(f));
+            p.frames.push_back(martini::clients::MethodFrame(mpi_, id_, method));
         }
         return it->second;
     };
 
     std::uint64_t depthOverflows = 0, unmatched = 0, unclosed = 0, exceptionExits = 0, stillOpen = 0;
-    std::uint64_t contexts = 0, beyondCalls = 0;
+    std::uint64_t contexts = 0, beyondCalls = 0, notTraced = 0;
     trees_.ForEachOrdered([&](ThreadTree &t) {
         // Calls still running (threads the runtime did not end): closed at the
         // thread's last event, so what they did is kept.
@@ -483,9 +488,12 @@ void Profiler::Finish() {
         }
         contexts += t.nodes.size() - 1;
         beyondCalls += t.callsBeyondBudget;
+        notTraced += t.callsNotTraced;
         if (tree.nodes.size() > 1) p.threads.push_back(std::move(tree));
         for (const SpanRecord &s : t.spans) p.spans.push_back({t.threadId, frame(s.method), s.start, s.duration, "call"});
     });
+    report::NameOverloads(p.frames);
+    p.NameThreads();
     p.Merge();
     p.counters = {{"calling_contexts", contexts},
                   {"calls_beyond_node_budget", beyondCalls},
@@ -494,13 +502,15 @@ void Profiler::Finish() {
                   {"calls_closed_after_pause", unclosed},
                   {"calls_open_at_exit", stillOpen},
                   {"exception_exits", exceptionExits},
-                  {"trace_slices", p.spans.size()}};
+                  {"trace_slices", p.spans.size()},
+                  {report::kTraceCallsNotKept, notTraced}};
 
     if (o_.out.top > 0) {
         std::ostringstream table;
         report::WriteTopTable(p, table, o_.out.top);
         std::fputs(table.str().c_str(), stderr);
     }
+    if (const std::string cut = report::TraceCutNote(p); !cut.empty()) std::fprintf(stderr, "cgprof: %s\n", cut.c_str());
     martini::clients::WriteOutputs(p, o_.out, outputDir_.Resolve(o_.out));
     std::fflush(stderr);
 }

@@ -10,6 +10,7 @@
 // others are not reported by the runtime at all.
 #include <MpiAPI.h>
 
+#include "martini/clients/frames.h"
 #include "martini/clients/names.h"
 #include "martini/clients/output.h"
 #include "martini/clients/support.h"
@@ -293,13 +294,7 @@ void HeapProfiler::Finish() {
         if (added) {
             report::Frame f;
             if (kind == Kind::kMethod) {
-                const auto names = martini::clients::GetMethodNames(mpi_, id_, key);
-                f.className = names.className;
-                f.method = names.method;
-                f.signature = names.signature;
-                f.file = names.sourceFile;
-                f.name = names.ok ? (f.className.empty() ? f.method : f.className + "." + f.method)
-                                  : "method#" + std::to_string(key);
+                f = martini::clients::MethodFrame(mpi_, id_, key);
             } else if (kind == Kind::kClass) {
                 f.className = key == 0 ? "" : martini::clients::GetClassName(mpi_, id_, key);
                 if (f.className.empty()) f.className = key == 0 ? "(unknown class)" : "class#" + std::to_string(key);
@@ -333,6 +328,8 @@ void HeapProfiler::Finish() {
         }
         if (tree.nodes.size() > 1) p.threads.push_back(std::move(tree));
     });
+    report::NameOverloads(p.frames);
+    p.NameThreads();
     p.Merge();
     std::uint64_t pauseTotal = 0, pauseMax = 0;
     {

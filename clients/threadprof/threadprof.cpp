@@ -258,7 +258,7 @@ private:
     }
     std::string NameOf(TId thread) {
         const auto it = threads_.find(thread);
-        return it != threads_.end() && !it->second.name.empty() ? it->second.name : "thread " + std::to_string(thread);
+        return it != threads_.end() && !it->second.name.empty() ? it->second.name : report::UnnamedThreadName(thread);
     }
 
     IMpi &mpi_;
@@ -403,7 +403,7 @@ void ThreadProfiler::Finish() {
     p.Merge();
     // Chrome trace: thread lifetimes as slices on their own track, contention and waits.
     for (const auto &[tid, t] : threads_) {
-        p.threadNames.push_back({tid, t.name.empty() ? "thread " + std::to_string(tid) : t.name});
+        p.threadNames.push_back({tid, NameOf(tid)});
         const std::uint64_t stop = t.end != 0 ? t.end : now;
         if (t.start != 0 && stop >= t.start) p.spans.push_back({tid, frame("thread " + NameOf(tid)), t.start, stop - t.start, "thread"});
     }

@@ -1,6 +1,8 @@
 // The JSON profile format (docs/formats.md): writer and validating reader.
 #include "martini/report/profile.h"
 
+#include "text_out.h"
+
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
@@ -18,16 +20,24 @@ using nlohmann::json;
 constexpr const char *kFormatName = "martini-profile";
 constexpr int kFormatVersion = 1;
 
-json TreeJson(const Tree &tree) {
-    json nodes = json::array();
-    for (const Node &n : tree.nodes) {
-        json row = json::array();
-        row.push_back(n.parent == kNoParent ? -1 : static_cast<std::int64_t>(n.parent));
-        row.push_back(n.frame == kRootFrame ? -1 : static_cast<std::int64_t>(n.frame));
-        for (std::uint64_t v : n.self) row.push_back(v);
-        nodes.push_back(std::move(row));
+void TreeJson(detail::TextOut &out, const Tree &tree, const std::string &name) {
+    out << "{\"id\":" << tree.threadId << ",\"name\":";
+    out.Json(name);
+    out << ",\"nodes\":[";
+    for (std::size_t i = 0; i < tree.nodes.size(); ++i) {
+        const Node &n = tree.nodes[i];
+        if (i != 0) out << ',';
+        out << '[';
+        if (n.parent == kNoParent) out << "-1";
+        else out << n.parent;
+        out << ',';
+        if (n.frame == kRootFrame) out << "-1";
+        else out << n.frame;
+        for (std::uint64_t v : n.self) out << ',' << v;
+        out << ']';
+        out.MaybeFlush();
     }
-    return json{{"id", tree.threadId}, {"name", tree.threadName}, {"nodes", std::move(nodes)}};
+    out << "]}";
 }
 
 // Reader helpers: each failure names the field.
@@ -92,44 +102,74 @@ Tree ReadTree(const json &j, const std::string &where, std::size_t metrics, std:
 
 }  // namespace
 
-void WriteJson(const Profile &p, std::ostream &out, bool withSpans) {
-    json j;
-    j["format"] = kFormatName;
-    j["version"] = kFormatVersion;
-    j["tool"] = p.tool;
-    j["runtime"] = p.runtime;
-    j["mode"] = p.mode;
-    json metrics = json::array();
-    for (const Metric &m : p.metrics) metrics.push_back({{"name", m.name}, {"unit", m.unit}});
-    j["metrics"] = std::move(metrics);
-    j["defaultMetric"] = p.defaultMetric < p.metrics.size() ? p.metrics[p.defaultMetric].name : "";
-    json frames = json::array();
-    for (const Frame &f : p.frames) {
-        json fj{{"name", f.name}};
-        if (!f.className.empty()) fj["class"] = f.className;
-        if (!f.method.empty()) fj["method"] = f.method;
-        if (!f.signature.empty()) fj["signature"] = f.signature;
-        if (!f.file.empty()) fj["file"] = f.file;
-        if (f.line != 0) fj["line"] = f.line;
-        frames.push_back(std::move(fj));
+void WriteJson(const Profile &p, std::ostream &stream, bool withSpans) {
+    // Streamed, not built as a DOM: the trees are most of the file.
+    detail::TextOut out(stream);
+    out << "{\"format\":";
+    out.Json(kFormatName);
+    out << ",\"version\":" << kFormatVersion << ",\"tool\":";
+    out.Json(p.tool);
+    out << ",\"runtime\":";
+    out.Json(p.runtime);
+    out << ",\"mode\":";
+    out.Json(p.mode);
+    out << ",\"metrics\":[";
+    for (std::size_t i = 0; i < p.metrics.size(); ++i) {
+        out << (i ? ",{\"name\":" : "{\"name\":");
+        out.Json(p.metrics[i].name);
+        out << ",\"unit\":";
+        out.Json(p.metrics[i].unit);
+        out << '}';
     }
-    j["frames"] = std::move(frames);
-    json threads = json::array();
-    for (const Tree &t : p.threads) threads.push_back(TreeJson(t));
-    j["threads"] = std::move(threads);
-    j["merged"] = TreeJson(p.merged);
-    json spans = json::array();
+    out << "],\"defaultMetric\":";
+    out.Json(p.defaultMetric < p.metrics.size() ? p.metrics[p.defaultMetric].name : "");
+    out << ",\"frames\":[";
+    for (std::size_t i = 0; i < p.frames.size(); ++i) {
+        const Frame &f = p.frames[i];
+        out << (i ? ",{\"name\":" : "{\"name\":");
+        out.Json(f.name);
+        auto field = [&](const char *key, const std::string &value) {
+            if (value.empty()) return;
+            out << ",\"" << key << "\":";
+            out.Json(value);
+        };
+        field("class", f.className);
+        field("method", f.method);
+        field("signature", f.signature);
+        field("file", f.file);
+        if (f.line != 0) out << ",\"line\":" << f.line;
+        out << '}';
+    }
+    out << "],\"threads\":[";
+    for (std::size_t i = 0; i < p.threads.size(); ++i) {
+        if (i) out << ',';
+        TreeJson(out, p.threads[i], p.ThreadName(p.threads[i].threadId));
+    }
+    out << "],\"merged\":";
+    TreeJson(out, p.merged, p.merged.threadName);
+    out << ",\"spans\":[";
     if (withSpans) {
-        for (const Span &s : p.spans) spans.push_back(json::array({s.threadId, s.frame, s.startNs, s.durationNs, s.category}));
+        for (std::size_t i = 0; i < p.spans.size(); ++i) {
+            const Span &s = p.spans[i];
+            out << (i ? ",[" : "[") << s.threadId << ',' << s.frame << ',' << s.startNs << ',' << s.durationNs << ',';
+            out.Json(s.category);
+            out << ']';
+            out.MaybeFlush();
+        }
     }
-    j["spans"] = std::move(spans);
-    json names = json::array();
-    for (const ThreadInfo &t : p.threadNames) names.push_back({{"id", t.id}, {"name", t.name}});
-    j["threadNames"] = std::move(names);
-    json counters = json::object();
-    for (const auto &[name, value] : p.counters) counters[name] = value;
-    j["counters"] = std::move(counters);
-    out << j.dump(-1, ' ', false, json::error_handler_t::replace) << '\n';
+    out << "],\"threadNames\":[";
+    for (std::size_t i = 0; i < p.threadNames.size(); ++i) {
+        out << (i ? ",{\"id\":" : "{\"id\":") << p.threadNames[i].id << ",\"name\":";
+        out.Json(p.threadNames[i].name.empty() ? UnnamedThreadName(p.threadNames[i].id) : p.threadNames[i].name);
+        out << '}';
+    }
+    out << "],\"counters\":{";
+    for (std::size_t i = 0; i < p.counters.size(); ++i) {
+        if (i) out << ',';
+        out.Json(p.counters[i].first);
+        out << ':' << p.counters[i].second;
+    }
+    out << "}}\n";
 }
 
 std::string ReadJson(std::istream &in, Profile &p) {
@@ -209,6 +249,7 @@ std::string ReadJson(std::istream &in, Profile &p) {
             if (!it->is_object()) throw Bad{"counters: expected an object"};
             for (auto c = it->begin(); c != it->end(); ++c) p.counters.emplace_back(c.key(), Unsigned(c.value(), "counters." + c.key()));
         }
+        p.NameThreads();
     } catch (const Bad &bad) {
         return bad.message;
     } catch (const json::exception &e) {

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <unordered_map>
 
 namespace martini::report {
@@ -54,9 +55,17 @@ std::string WritePprof(const Profile &profile, const std::string &path) {
         t->set_unit(strings.Index(m.unit));
     }
     if (profile.defaultMetric < profile.metrics.size()) {
-        pb.set_default_sample_type(strings.Index(profile.metrics[profile.defaultMetric].name));
+        const Metric &m = profile.metrics[profile.defaultMetric];
+        pb.set_default_sample_type(strings.Index(m.name));
+        // Every value is exact (one unit per call, nanosecond or byte measured), not
+        // one sample per period: the period is 1 of the default metric.
+        auto *period = pb.mutable_period_type();
+        period->set_type(strings.Index(m.name));
+        period->set_unit(strings.Index(m.unit));
+        pb.set_period(1);
     }
-    // One function and one location per frame; ids are frame index + 1.
+    // One function and one location per frame; ids are frame index + 1. The line is
+    // the method's first line (Frame::line): MethodEnter gives no call site.
     for (std::size_t i = 0; i < profile.frames.size(); ++i) {
         const Frame &f = profile.frames[i];
         auto *fn = pb.add_function();
@@ -71,24 +80,63 @@ std::string WritePprof(const Profile &profile, const std::string &path) {
         line->set_function_id(i + 1);
         line->set_line(f.line);
     }
+    // Calling contexts deeper than kCollapsedMaxDepth frames are charged, per method,
+    // to one sample "method <- [deeper frames cut] <- their ancestor at that depth": a
+    // recursion thousands of frames deep would otherwise make a sample per depth, each
+    // with the whole stack (quadratic in the depth). Flat values per method stay exact.
+    const std::uint64_t cutLocation = profile.frames.size() + 1;
+    bool cutAdded = false;
     const std::int64_t threadKey = strings.Index("thread");
-    std::vector<std::uint64_t> stack;
+    const std::size_t metrics = profile.metrics.size();
+    std::vector<std::uint32_t> depth;
+    std::map<std::pair<std::uint32_t, std::uint32_t>, std::vector<std::uint64_t>> cut;  // (ancestor at the cap, frame)
     for (const Tree &tree : profile.threads) {
         const std::int64_t threadName = strings.Index(profile.ThreadName(tree.threadId));
-        for (std::size_t i = 1; i < tree.nodes.size(); ++i) {
-            const Node &n = tree.nodes[i];
-            bool any = false;
-            for (std::uint64_t v : n.self) any |= v != 0;
-            if (!any) continue;
+        // `cutFrame` kRootFrame: the stack of `leaf`; else cutFrame <- cut <- leaf's stack.
+        auto sample = [&](std::uint32_t leaf, const std::vector<std::uint64_t> &values, std::uint32_t cutFrame) {
+            const bool beyond = cutFrame != kRootFrame;
+            if (beyond && !cutAdded) {
+                auto *fn = pb.add_function();
+                fn->set_id(cutLocation);
+                fn->set_name(strings.Index("[deeper frames cut]"));
+                fn->set_system_name(fn->name());
+                auto *loc = pb.add_location();
+                loc->set_id(cutLocation);
+                loc->add_line()->set_function_id(cutLocation);
+                cutAdded = true;
+            }
             auto *s = pb.add_sample();
-            for (std::uint32_t at = static_cast<std::uint32_t>(i); at != 0 && at != kNoParent; at = tree.nodes[at].parent) {
+            if (beyond) {
+                s->add_location_id(cutFrame + 1ull);
+                s->add_location_id(cutLocation);
+            }
+            for (std::uint32_t at = leaf; at != 0 && at != kNoParent; at = tree.nodes[at].parent) {
                 s->add_location_id(tree.nodes[at].frame + 1ull);
             }
-            for (std::uint64_t v : n.self) s->add_value(static_cast<std::int64_t>(v));
+            for (std::size_t k = 0; k < metrics; ++k) s->add_value(static_cast<std::int64_t>(k < values.size() ? values[k] : 0));
             auto *label = s->add_label();
             label->set_key(threadKey);
             label->set_str(threadName);
+        };
+        depth.assign(tree.nodes.size(), 0);
+        cut.clear();
+        std::vector<std::uint32_t> capAncestor(tree.nodes.size(), 0);
+        for (std::uint32_t i = 1; i < tree.nodes.size(); ++i) {
+            const Node &n = tree.nodes[i];
+            depth[i] = depth[n.parent] + 1;
+            capAncestor[i] = depth[i] == kCollapsedMaxDepth ? i : capAncestor[n.parent];
+            bool any = false;
+            for (std::uint64_t v : n.self) any |= v != 0;
+            if (!any) continue;
+            if (depth[i] <= kCollapsedMaxDepth) {
+                sample(i, n.self, kRootFrame);
+                continue;
+            }
+            auto &values = cut[{capAncestor[i], n.frame}];
+            values.resize(metrics, 0);
+            for (std::size_t k = 0; k < metrics && k < n.self.size(); ++k) values[k] += n.self[k];
         }
+        for (const auto &[key, values] : cut) sample(key.first, values, key.second);
     }
     pb.add_comment(strings.Index("written by Martini " + profile.tool + (profile.mode.empty() ? "" : " (" + profile.mode + ")")));
     std::string raw, gz;

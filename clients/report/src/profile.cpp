@@ -1,6 +1,8 @@
 // The profile model: trees, merge, totals, top-N tables, collapsed stacks, file sets.
 #include "martini/report/profile.h"
 
+#include "text_out.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -10,8 +12,84 @@
 #include <ostream>
 #include <sstream>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace martini::report {
+
+std::string UnnamedThreadName(std::uint64_t threadId) { return "thread " + std::to_string(threadId); }
+
+namespace {
+
+// One JVM field type at signature[i] ("I", "[Ljava/lang/String;") in Java's words with
+// the simple class name; advances i past it. "" when it is not one.
+std::string ReadableType(const std::string &signature, std::size_t &i, std::size_t end) {
+    std::size_t dims = 0;
+    while (i < end && signature[i] == '[') ++dims, ++i;
+    if (i >= end) return "";
+    std::string type;
+    switch (signature[i]) {
+        case 'Z': type = "boolean"; break;
+        case 'B': type = "byte"; break;
+        case 'C': type = "char"; break;
+        case 'S': type = "short"; break;
+        case 'I': type = "int"; break;
+        case 'J': type = "long"; break;
+        case 'F': type = "float"; break;
+        case 'D': type = "double"; break;
+        case 'V': type = "void"; break;
+        case 'L': {
+            const std::size_t semicolon = signature.find(';', i);
+            if (semicolon == std::string::npos || semicolon >= end) return "";
+            type = signature.substr(i + 1, semicolon - i - 1);
+            if (const std::size_t slash = type.find_last_of("/."); slash != std::string::npos) type.erase(0, slash + 1);
+            i = semicolon;
+            break;
+        }
+        default: return "";
+    }
+    ++i;
+    for (std::size_t d = 0; d < dims; ++d) type += "[]";
+    return type;
+}
+
+}  // namespace
+
+std::string ReadableParameters(const std::string &signature) {
+    if (signature.empty() || signature[0] != '(') return signature;
+    const std::size_t close = signature.find(')');
+    if (close == std::string::npos) return signature;
+    std::string out = "(";
+    for (std::size_t i = 1; i < close;) {
+        const std::string type = ReadableType(signature, i, close);
+        if (type.empty()) return signature;
+        out += (out.size() > 1 ? "," : "") + type;
+    }
+    return out + ")";
+}
+
+void NameOverloads(std::vector<Frame> &frames) {
+    // Twice: by parameters, then, for names still shared (bridge methods differ only
+    // in their return type), by ":" and the return type.
+    for (int pass = 0; pass < 2; ++pass) {
+        std::unordered_map<std::string, std::unordered_set<std::string>> signatures;
+        for (const Frame &f : frames) {
+            if (!f.signature.empty()) signatures[f.name].insert(f.signature);
+        }
+        for (Frame &f : frames) {
+            if (f.signature.empty()) continue;
+            auto it = signatures.find(f.name);
+            if (it == signatures.end() || it->second.size() < 2) continue;
+            if (pass == 0) {
+                // A signature that is no JVM descriptor (another runtime's) in brackets.
+                f.name += f.signature[0] == '(' ? ReadableParameters(f.signature) : "[" + f.signature + "]";
+                continue;
+            }
+            std::size_t at = f.signature.find(')');
+            const std::string returned = at == std::string::npos ? "" : ReadableType(f.signature, ++at, f.signature.size());
+            if (!returned.empty()) f.name += ":" + returned;
+        }
+    }
+}
 
 std::uint32_t Tree::Add(std::uint32_t parent, std::uint32_t frame, std::size_t metrics) {
     const auto index = static_cast<std::uint32_t>(nodes.size());
@@ -50,7 +128,16 @@ std::string Profile::ThreadName(std::uint64_t threadId) const {
     for (const ThreadInfo &t : threadNames) {
         if (t.id == threadId && !t.name.empty()) return t.name;
     }
-    return "thread " + std::to_string(threadId);
+    return UnnamedThreadName(threadId);
+}
+
+void Profile::NameThreads() {
+    for (Tree &t : threads) {
+        if (t.threadName.empty()) t.threadName = UnnamedThreadName(t.threadId);
+    }
+    for (ThreadInfo &t : threadNames) {
+        if (t.name.empty()) t.name = UnnamedThreadName(t.id);
+    }
 }
 
 void Profile::Merge() {
@@ -142,21 +229,32 @@ std::string Percent(std::uint64_t part, std::uint64_t whole) {
     return s.str();
 }
 
-// Times in the unit that suits the profile's whole: us, ms or s.
-struct TimeUnit {
-    const char *name;
-    double divisor;
+// Quantities in the unit that suits the profile's whole: times in us, ms or s; bytes
+// in B, KiB, MiB or GiB; counts as they are.
+struct QuantityUnit {
+    std::string name;  // "ms", "KiB", or the metric's name for counts
+    double divisor = 1;
 };
 
-TimeUnit UnitFor(std::uint64_t wholeNs) {
-    if (wholeNs < 10'000'000) return {"us", 1e3};
-    if (wholeNs < 100'000'000'000) return {"ms", 1e6};
-    return {"s", 1e9};
+QuantityUnit UnitFor(const Metric &metric, std::uint64_t whole) {
+    if (metric.unit == "nanoseconds") {
+        if (whole < 10'000'000) return {"us", 1e3};
+        if (whole < 100'000'000'000) return {"ms", 1e6};
+        return {"s", 1e9};
+    }
+    if (metric.unit == "bytes") {
+        if (whole < 10 * 1024) return {"B", 1};
+        if (whole < 10ull * 1024 * 1024) return {"KiB", 1024.0};
+        if (whole < 10ull * 1024 * 1024 * 1024) return {"MiB", 1024.0 * 1024};
+        return {"GiB", 1024.0 * 1024 * 1024};
+    }
+    return {metric.name, 1};
 }
 
-std::string InUnit(std::uint64_t ns, TimeUnit unit) {
+std::string InUnit(std::uint64_t value, const QuantityUnit &unit) {
+    if (unit.divisor == 1) return std::to_string(value);
     std::ostringstream s;
-    const double v = double(ns) / unit.divisor;
+    const double v = double(value) / unit.divisor;
     s << std::fixed << std::setprecision(v < 10 ? 3 : 1) << v;
     return s.str();
 }
@@ -177,50 +275,149 @@ void WriteTopTable(const Profile &profile, std::ostream &out, std::size_t topN, 
     }
     const std::size_t metric = rankBy >= 0 && std::size_t(rankBy) < profile.metrics.size() ? std::size_t(rankBy) : RankingMetric(profile);
     const Metric &rank = profile.metrics[metric];
-    const bool isTime = rank.unit == "nanoseconds";
-    const bool hasCalls = profile.MetricIndex("calls") >= 0;
+    const int callsIndex = profile.MetricIndex("calls");
+    const bool hasCalls = callsIndex >= 0;
     const auto rows = TopFrames(profile, metric);
     const auto totals = Totals(profile.merged, profile.metrics.size());
     const std::uint64_t whole = totals.empty() ? 0 : totals[0][metric];
-
-    std::size_t nameWidth = 6;
+    const QuantityUnit unit = UnitFor(rank, whole);
+    const bool showValues = !(hasCalls && std::size_t(callsIndex) == metric);  // calls are their own column
     const std::size_t shown = std::min(topN, rows.size());
-    for (std::size_t i = 0; i < shown; ++i) nameWidth = std::max(nameWidth, profile.frames[rows[i].frame].name.size());
-    nameWidth = std::min<std::size_t>(nameWidth, 70);
 
-    out << profile.tool << ": top " << shown << " of " << rows.size() << " methods by self "
-        << rank.name << " (" << profile.threads.size() << " thread" << (profile.threads.size() == 1 ? "" : "s");
-    const TimeUnit unit = UnitFor(whole);
-    if (isTime) out << ", " << InUnit(whole, unit) << " " << unit.name << " in all";
-    else out << ", " << whole << " " << rank.name << " in all";
-    out << ")\n";
-    out << std::left << std::setw(int(nameWidth)) << "method" << std::right;
-    if (hasCalls) out << std::setw(12) << "calls";
-    out << std::setw(9) << "self %" << std::setw(9) << "total %";
-    if (isTime) out << std::setw(12) << (std::string("self ") + unit.name) << std::setw(12) << (std::string("total ") + unit.name);
-    else if (!hasCalls || rank.name != "calls") out << std::setw(14) << ("self " + rank.name) << std::setw(14) << ("total " + rank.name);
-    out << "\n";
+    out << profile.tool << ": top " << shown << " of " << rows.size() << " methods by self " << rank.name << " ("
+        << profile.threads.size() << " thread" << (profile.threads.size() == 1 ? "" : "s") << "; " << rank.name
+        << " in all: " << InUnit(whole, unit) << (unit.name == rank.name ? "" : " " + unit.name) << ")\n";
+
+    // Cells first, then each column as wide as its widest cell, two spaces apart.
+    std::vector<std::vector<std::string>> table;
+    std::vector<std::string> header{"method"};
+    if (hasCalls) header.push_back("calls");
+    header.insert(header.end(), {"self %", "total %"});
+    if (showValues) header.insert(header.end(), {"self " + unit.name, "total " + unit.name});
+    table.push_back(std::move(header));
     for (std::size_t i = 0; i < shown; ++i) {
         const TableRow &r = rows[i];
         std::string name = profile.frames[r.frame].name;
-        if (name.size() > nameWidth) name = "..." + name.substr(name.size() - nameWidth + 3);
-        out << std::left << std::setw(int(nameWidth)) << name << std::right;
-        if (hasCalls) out << std::setw(12) << r.calls;
-        out << std::setw(9) << Percent(r.self, whole) << std::setw(9) << Percent(r.total, whole);
-        if (isTime) out << std::setw(12) << InUnit(r.self, unit) << std::setw(12) << InUnit(r.total, unit);
-        else if (!hasCalls || rank.name != "calls") out << std::setw(14) << r.self << std::setw(14) << r.total;
-        out << "\n";
+        if (name.size() > 70) name = "..." + name.substr(name.size() - 67);
+        std::vector<std::string> cells{std::move(name)};
+        if (hasCalls) cells.push_back(std::to_string(r.calls));
+        cells.insert(cells.end(), {Percent(r.self, whole), Percent(r.total, whole)});
+        if (showValues) cells.insert(cells.end(), {InUnit(r.self, unit), InUnit(r.total, unit)});
+        table.push_back(std::move(cells));
+    }
+    std::vector<std::size_t> widths(table[0].size(), 0);
+    for (const auto &cells : table) {
+        for (std::size_t c = 0; c < cells.size(); ++c) widths[c] = std::max(widths[c], cells[c].size());
+    }
+    for (const auto &cells : table) {
+        std::string line = cells[0] + std::string(widths[0] - cells[0].size(), ' ');
+        for (std::size_t c = 1; c < cells.size(); ++c) line += std::string(2 + widths[c] - cells[c].size(), ' ') + cells[c];
+        out << line << "\n";
     }
     for (const auto &[name, value] : profile.counters) {
         if (value != 0) out << "  " << name << ": " << value << "\n";
     }
 }
 
-void WriteCollapsed(const Profile &profile, std::ostream &out, std::size_t metric, double minShare) {
-    const Tree &tree = profile.merged;
-    if (metric >= profile.metrics.size() || tree.nodes.empty()) return;
-    const auto totals = Totals(tree, profile.metrics.size());
-    const double threshold = double(totals[0][metric]) * minShare;
+namespace {
+
+// The merged tree as collapsed stacks show it: recursion folded, depth capped, one
+// value per node (see WriteCollapsed).
+constexpr std::uint32_t kCutFrame = 0xfffffffeu;
+
+struct FoldedTree {
+    std::vector<std::uint32_t> frame, parent, depth;
+    std::vector<std::uint64_t> value;
+    std::vector<std::vector<std::uint32_t>> children;
+    std::unordered_map<std::uint64_t, std::uint32_t> childIndex;  // (parent << 32 | frame) -> node
+
+    std::uint32_t Child(std::uint32_t p, std::uint32_t f) {
+        const auto [it, added] = childIndex.emplace((std::uint64_t(p) << 32) | f, std::uint32_t(frame.size()));
+        if (!added) return it->second;
+        frame.push_back(f);
+        parent.push_back(p);
+        depth.push_back(depth[p] + 1);
+        value.push_back(0);
+        children.emplace_back();
+        children[p].push_back(it->second);
+        return it->second;
+    }
+};
+
+FoldedTree Fold(const Tree &tree, std::size_t metric, std::size_t maxDepth, CollapsedStats &stats) {
+    FoldedTree f;
+    f.frame = {kRootFrame};
+    f.parent = {kNoParent};
+    f.depth = {0};
+    f.value = {0};
+    f.children.emplace_back();
+    std::vector<std::uint32_t> to(tree.nodes.size(), 0);
+    // For a context below the depth cap: the cut node it went to (else kNoParent).
+    // Under a cut node, one child per method, flat, so self values per method stay.
+    std::vector<std::uint32_t> cutAt(tree.nodes.size(), kNoParent);
+    std::uint32_t up[2 * kFoldCycle];
+    for (std::uint32_t i = 1; i < tree.nodes.size(); ++i) {
+        const Node &n = tree.nodes[i];
+        const std::uint32_t p = to[n.parent];
+        std::uint32_t target = kNoParent;
+        if (cutAt[n.parent] != kNoParent) {
+            cutAt[i] = cutAt[n.parent];
+            target = f.Child(cutAt[i], n.frame);
+            ++stats.cutContexts;
+        } else {
+            // up[k]: the k-th ancestor of the new node's folded parent (0: itself).
+            std::size_t known = 0;
+            for (std::uint32_t a = p; a != 0 && known < 2 * kFoldCycle - 1; a = f.parent[a]) up[known++] = a;
+            for (std::size_t cycle = 1; cycle <= kFoldCycle && 2 * cycle - 1 <= known; ++cycle) {
+                if (f.frame[up[cycle - 1]] != n.frame) continue;
+                bool repeats = true;
+                for (std::size_t j = 0; j + 1 < cycle && repeats; ++j) repeats = f.frame[up[j]] == f.frame[up[j + cycle]];
+                if (repeats) {
+                    target = up[cycle - 1];
+                    ++stats.foldedContexts;
+                    break;
+                }
+            }
+            if (target == kNoParent) {
+                if (f.depth[p] >= maxDepth) {
+                    cutAt[i] = f.Child(p, kCutFrame);
+                    target = f.Child(cutAt[i], n.frame);
+                    ++stats.cutContexts;
+                } else {
+                    target = f.Child(p, n.frame);
+                }
+            }
+        }
+        to[i] = target;
+        if (metric < n.self.size()) f.value[target] += n.self[metric];
+    }
+    return f;
+}
+
+}  // namespace
+
+std::string CollapsedStats::Note() const {
+    if (foldedContexts == 0 && cutContexts == 0) return "";
+    std::string note = "collapsed stacks:";
+    if (foldedContexts != 0) note += " recursion folded (" + std::to_string(foldedContexts) + " calling contexts merged into their first activation)";
+    if (cutContexts != 0) {
+        note += std::string(foldedContexts != 0 ? ";" : "") + " " + std::to_string(cutContexts) +
+                " calling contexts deeper than " + std::to_string(maxDepth) +
+                " frames cut to \"[deeper_frames_cut];method\" (self values per method kept)";
+    }
+    return note + " (the JSON profile keeps every context)";
+}
+
+CollapsedStats WriteCollapsed(const Profile &profile, std::ostream &stream, std::size_t metric, double minShare,
+                              std::size_t maxDepth) {
+    CollapsedStats stats;
+    stats.maxDepth = maxDepth;
+    if (metric >= profile.metrics.size() || profile.merged.nodes.empty()) return stats;
+    const FoldedTree tree = Fold(profile.merged, metric, maxDepth, stats);
+    // Totals: children come after parents, sum backwards.
+    std::vector<std::uint64_t> totals(tree.value);
+    for (std::size_t i = totals.size(); i-- > 1;) totals[tree.parent[i]] += totals[i];
+    const double threshold = double(totals[0]) * minShare;
     // Names with ';' (separates frames) and ' ' (separates the count) replaced.
     std::vector<std::string> names(profile.frames.size());
     for (std::size_t f = 0; f < names.size(); ++f) {
@@ -228,27 +425,35 @@ void WriteCollapsed(const Profile &profile, std::ostream &out, std::size_t metri
         std::replace(names[f].begin(), names[f].end(), ';', ':');
         std::replace(names[f].begin(), names[f].end(), ' ', '_');
     }
-    // Depth first with one path buffer: memory stays O(depth), not O(nodes x depth).
+    const std::string cutName = "[deeper_frames_cut]";
+    // Depth first with one path buffer: memory stays O(depth), not O(nodes x depth);
+    // each line is the buffer and the value, copied into the output buffer.
+    detail::TextOut out(stream);
     std::string path;
     struct Item {
         std::uint32_t node;
         std::size_t pathLength;  // the buffer's length before this node's name
     };
     std::vector<Item> work;
-    for (auto it = tree.nodes[0].children.rbegin(); it != tree.nodes[0].children.rend(); ++it) work.push_back({*it, 0});
+    for (auto it = tree.children[0].rbegin(); it != tree.children[0].rend(); ++it) work.push_back({*it, 0});
     while (!work.empty()) {
         const Item item = work.back();
         work.pop_back();
-        const Node &n = tree.nodes[item.node];
         // A subtree below the threshold cannot hold a line above it.
-        if (double(totals[item.node][metric]) < threshold || totals[item.node][metric] == 0) continue;
+        if (double(totals[item.node]) < threshold || totals[item.node] == 0) continue;
         path.resize(item.pathLength);
         if (!path.empty()) path += ';';
-        path += names[n.frame];
-        if (n.self[metric] != 0 && double(n.self[metric]) >= threshold) out << path << ' ' << n.self[metric] << '\n';
+        path += tree.frame[item.node] == kCutFrame ? cutName : names[tree.frame[item.node]];
+        const std::uint64_t v = tree.value[item.node];
+        if (v != 0 && double(v) >= threshold) {
+            out << std::string_view(path) << ' ' << v << '\n';
+            ++stats.lines;
+        }
         const std::size_t length = path.size();
-        for (auto it = n.children.rbegin(); it != n.children.rend(); ++it) work.push_back({*it, length});
+        const auto &children = tree.children[item.node];
+        for (auto it = children.rbegin(); it != children.rend(); ++it) work.push_back({*it, length});
     }
+    return stats;
 }
 
 std::string ParseFormats(const std::string &text, unsigned &formats) {
@@ -285,7 +490,7 @@ std::string FileName(const std::string &base, Format format) {
 }
 
 void WriteFiles(const Profile &profile, const std::string &dir, const std::string &base, unsigned formats,
-                std::vector<std::string> &written, std::vector<std::string> &errors) {
+                std::vector<std::string> &written, std::vector<std::string> &errors, std::vector<std::string> *notes) {
     std::error_code ec;
     if (!dir.empty()) {
         std::filesystem::create_directories(dir, ec);
@@ -311,7 +516,11 @@ void WriteFiles(const Profile &profile, const std::string &dir, const std::strin
         }
         switch (f) {
             case kJson: WriteJson(profile, out); break;
-            case kCollapsed: WriteCollapsed(profile, out, profile.defaultMetric); break;
+            case kCollapsed: {
+                const std::string note = WriteCollapsed(profile, out, profile.defaultMetric).Note();
+                if (notes != nullptr && !note.empty()) notes->push_back(note);
+                break;
+            }
             case kChrome: WriteChromeTrace(profile, out); break;
             case kHtml: WriteHtml(profile, out); break;
             default: break;

@@ -51,6 +51,31 @@ inline MethodNames GetMethodNames(Martini::MPI::IMpi &mpi, Martini::MPI::TId cli
     return out;
 }
 
+// The method's first source line: the lowest line of its line table
+// (DR_METHOD_LINE_NUMBERS), 0 when the runtime gives none.
+inline int GetMethodFirstLine(Martini::MPI::IMpi &mpi, Martini::MPI::TId clientId, Martini::MPI::TId methodId) {
+    using namespace Martini::MPI;
+    std::vector<SLineNumberTableEntry> table(64);
+    for (int attempt = 0; attempt < 3; ++attempt) {
+        SMethodInfo info;
+        info.lineNumbers.entries = table.data();
+        info.lineNumbers.uiSize = static_cast<unsigned>(table.size());
+        const TResult r = mpi.GetMethodInfo(clientId, methodId, DR_METHOD_LINE_NUMBERS, &info);
+        if (r == MRTE_ERROR_BUFFER_TOO_SHORT && info.lineNumbers.uiActualSize > table.size()) {
+            table.resize(info.lineNumbers.uiActualSize);
+            continue;
+        }
+        if ((r != MRTE_RESULT_OK && r != MRTE_ERROR_PARTIAL_INFO) || !(info.validData & DR_METHOD_LINE_NUMBERS)) break;
+        unsigned first = 0;
+        const unsigned n = std::min<unsigned>(info.lineNumbers.uiActualSize, static_cast<unsigned>(table.size()));
+        for (unsigned i = 0; i < n; ++i) {
+            if (table[i].uiLineNumber != 0 && (first == 0 || table[i].uiLineNumber < first)) first = table[i].uiLineNumber;
+        }
+        return static_cast<int>(first);
+    }
+    return 0;
+}
+
 inline std::string GetClassName(Martini::MPI::IMpi &mpi, Martini::MPI::TId clientId, Martini::MPI::TId classId) {
     using namespace Martini::MPI;
     std::vector<char> name(128);

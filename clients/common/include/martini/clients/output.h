@@ -92,10 +92,11 @@ private:
 // Writes the requested files when a directory is known; reports each on stderr.
 inline void WriteOutputs(const report::Profile &p, const OutputOptions &o, const std::string &dir) {
     if (dir.empty() || o.formats == 0) return;
-    std::vector<std::string> written, errors;
-    report::WriteFiles(p, dir, o.name, o.formats, written, errors);
+    std::vector<std::string> written, errors, notes;
+    report::WriteFiles(p, dir, o.name, o.formats, written, errors, &notes);
     for (const auto &path : written) std::fprintf(stderr, "%s: wrote %s\n", p.tool.c_str(), path.c_str());
     for (const auto &e : errors) std::fprintf(stderr, "%s: %s\n", p.tool.c_str(), e.c_str());
+    for (const auto &n : notes) std::fprintf(stderr, "%s: %s\n", p.tool.c_str(), n.c_str());
 }
 
 }  // namespace martini::clients

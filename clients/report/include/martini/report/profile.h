@@ -34,8 +34,25 @@ struct Frame {
     std::string method;     // "add"
     std::string signature;  // "(I)V"
     std::string file;       // "Cart.java"
-    int line = 0;           // first line of the method, 0 when unknown
+    int line = 0;           // first line of the method (lowest line of its line table), 0 when unknown
 };
+
+// The readable parameter list of a JVM method descriptor: "(ILjava/lang/String;)V"
+// -> "(int,String)" (simple class names, "[]" for arrays). Any other signature is
+// returned as it is.
+std::string ReadableParameters(const std::string &signature);
+
+// Tells overloads apart: every frame whose name another frame with a different
+// signature shares gets its readable parameter list appended, e.g.
+// "shop.Shop.place(int)" and "shop.Shop.place(String,int)" (a signature that is no
+// JVM descriptor is appended in brackets: "f[lua:12]"); names still shared then get
+// ":" and the return type (bridge methods). Frames without a signature, and names
+// held by one signature only, are left alone.
+void NameOverloads(std::vector<Frame> &frames);
+
+// The one name of a thread the runtime did not name: "thread 6" (JSON, tables,
+// Chrome trace, pprof labels, HTML).
+std::string UnnamedThreadName(std::uint64_t threadId);
 
 struct Node {
     std::uint32_t frame = kRootFrame;  // index into Profile::frames; kRootFrame for the root
@@ -90,7 +107,10 @@ struct Profile {
     int MetricIndex(const std::string &name) const;
     // Rebuilds `merged` from `threads`.
     void Merge();
+    // The thread's name, or UnnamedThreadName(threadId).
     std::string ThreadName(std::uint64_t threadId) const;
+    // Gives every unnamed tree and thread-name entry UnnamedThreadName(id).
+    void NameThreads();
 };
 
 // Inclusive values per node and metric: totals[node][metric].
@@ -126,14 +146,34 @@ std::string ReadJsonFile(const std::string &path, Profile &profile);
 // "a;b;c N" per call path of the merged tree, N the self value of `metric`. Paths
 // whose value is below `minShare` of the total are left out (narrower than a pixel
 // in any flame graph; JSON and pprof keep them), which keeps the file in proportion
-// on trees with millions of deep paths.
+// on trees with millions of deep paths. Recursion is folded: a frame that repeats
+// the cycle of up to kFoldCycle frames just above it (A;A -> A, A;B;A;B -> A;B) is
+// merged into the first occurrence, values added. Paths still deeper than
+// `maxDepth` frames end in one "[N deeper frames cut]" frame holding their whole
+// values (the JSON and pprof keep them).
 inline constexpr double kCollapsedMinShare = 1e-6;
-void WriteCollapsed(const Profile &profile, std::ostream &out, std::size_t metric,
-                    double minShare = kCollapsedMinShare);
+inline constexpr std::size_t kCollapsedMaxDepth = 512;
+inline constexpr std::size_t kFoldCycle = 4;
+struct CollapsedStats {
+    std::uint64_t lines = 0;
+    std::uint64_t foldedContexts = 0;  // calling contexts merged into a shallower one by folding
+    std::uint64_t cutContexts = 0;     // calling contexts below maxDepth, kept as the cut frame
+    std::size_t maxDepth = kCollapsedMaxDepth;
+    // One line for the terminal when something was folded or cut, else "".
+    std::string Note() const;
+};
+CollapsedStats WriteCollapsed(const Profile &profile, std::ostream &out, std::size_t metric,
+                              double minShare = kCollapsedMinShare, std::size_t maxDepth = kCollapsedMaxDepth);
 
 // Chrome trace event JSON (Perfetto UI, chrome://tracing). Uses the recorded spans;
 // without spans, lays each thread's tree out as a flame chart (widths from the
-// default metric), marked "synthesized" in the metadata.
+// default metric), marked "synthesized" in the metadata. When the counter
+// kTraceCallsNotKept is non-zero the trace says it was cut (TraceCutNote) in its
+// metadata and as an instant event at the first span.
+inline constexpr const char *kTraceCallsNotKept = "trace_calls_not_kept";
+// "trace cut after N calls (M more not kept): use trace=K to keep more", or "" when
+// the profile's trace was not cut.
+std::string TraceCutNote(const Profile &profile);
 void WriteChromeTrace(const Profile &profile, std::ostream &out);
 
 // pprof's profile.proto, gzipped. One sample per (thread, call path) with a value per
@@ -162,9 +202,10 @@ std::string ParseFormats(const std::string &text, unsigned &formats);
 std::string FileName(const std::string &base, Format format);
 
 // Writes each requested format to <dir>/<FileName(base, format)>, creating dir.
-// Appends the paths written to `written` and one message per failure to `errors`.
+// Appends the paths written to `written`, one message per failure to `errors`, and
+// one line per format that left something out (folded or cut) to `notes`.
 void WriteFiles(const Profile &profile, const std::string &dir, const std::string &base,
                 unsigned formats, std::vector<std::string> &written,
-                std::vector<std::string> &errors);
+                std::vector<std::string> &errors, std::vector<std::string> *notes = nullptr);
 
 }  // namespace martini::report
