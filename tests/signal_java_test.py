@@ -7,7 +7,6 @@ never comes: a server that runs until it is stopped.)
 
 usage: signal_java_test.py MARTINI_BUILD_DIR SOURCE_ROOT JAVAC
 """
-import glob
 import json
 import os
 import re
@@ -40,7 +39,6 @@ def alive(pid):
 for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
     name = sig.name
     out = os.path.join(work, "out-" + name)
-    configs_before = set(glob.glob("/tmp/martini-run-*"))
     # A new session: the signal goes to martini alone, as `kill PID` from elsewhere does.
     proc = subprocess.Popen([martini, "run", "--client", "cgprof=include=Phases.*,formats=json", "--output", out,
                              "--", "java", "-cp", os.path.join(work, "classes"), "Phases", work],
@@ -49,6 +47,13 @@ for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
     m = re.match(r"A done (\d+)", first)
     check(f"{name}: the program runs", m is not None, first)
     java = int(m.group(1)) if m else 0
+    config = None  # the temporary configuration martini run gave the agent (=@PATH)
+    if java:
+        with open(f"/proc/{java}/cmdline") as f:
+            for arg in f.read().split("\0"):
+                if arg.startswith("-agentpath:") and "=@" in arg:
+                    config = arg.split("=@", 1)[1]
+    check(f"{name}: the agent got a temporary configuration", config is not None and os.path.exists(config))
     proc.send_signal(sig)
     try:
         _, err = proc.communicate(timeout=60)
@@ -76,8 +81,8 @@ for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         a = [v for fname, v in calls.items() if fname.startswith("Phases.a")]
         check(f"{name}: the calls made before the signal are in it", a == [1000], str(calls))
     check(f"{name}: martini says the signal was passed on", "passed on to the program" in err, err)
-    check(f"{name}: the temporary configuration is removed",
-          set(glob.glob("/tmp/martini-run-*")) - configs_before == set())
+    check(f"{name}: the temporary configuration is removed", config is not None and not os.path.exists(config),
+          str(config))
 
 shutil.rmtree(work, ignore_errors=True)
 check.finish()
