@@ -166,6 +166,12 @@ if martini_lua:
     check("martini run: program arguments untouched, options and -- included",
           r.returncode == 0 and "args: --client x --help -- -o" in r.stdout, r.stdout + r.stderr)
 
+    r = run([martini, "run", "--client", "callcount", "--output", out, "lua", script, "--x", "--", "y"])
+    check("martini run without --: the program's arguments untouched", "args: --x -- y" in r.stdout, r.stdout + r.stderr)
+    r = run([martini, "run", "--bogus", "--", "lua", script], expect=1)
+    check("martini run: an unknown option of its own named", "unknown option '--bogus'" in r.stderr
+          and "args:" not in r.stdout, r.stderr)
+
     # The output directory is checked before the program starts.
     not_dir = os.path.join(work, "a-file")
     open(not_dir, "w").write("x")

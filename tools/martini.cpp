@@ -483,6 +483,13 @@ int Run(int argc, char **argv) {
         if (std::string e = martini::core::ParseClientList(value, specs); !e.empty()) return Fail("run: " + e);
     }
     std::vector<std::string> program = app.remaining();
+    // Before the program (no program's name starts with '-'): an option of martini's
+    // that it does not know.
+    if (!program.empty() && program[0] != "--" && program[0].size() > 1 && program[0][0] == '-') {
+        std::fprintf(stderr, "martini run: unknown option '%s'\nRun 'martini run --help' for more information.\n",
+                     program[0].c_str());
+        return 1;
+    }
     if (!program.empty() && program[0] == "--") program.erase(program.begin());
     if (program.empty()) {
         std::fprintf(stderr, "martini: run: no program given\n%s\n", kRunUsage);

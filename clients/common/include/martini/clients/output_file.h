@@ -74,7 +74,7 @@ inline std::string WriteAll(const std::string &tmp, const std::string &data) {
 
 // The general form: `write(tmp)` creates and fills the file `tmp` and returns "" or the
 // problem (for writers that take a path, such as report::WritePprof). Returns "" when
-// PATH is complete, else "cannot write 'PATH': CAUSE" (and PATH does not exist).
+// PATH is complete, else "cannot write 'PATH': CAUSE" (and PATH is as it was before).
 inline std::string WriteFileAtomicallyTo(const std::string &path,
                                          const std::function<std::string(const std::string &tmp)> &write) {
     const std::string tmp = TemporaryOutputName(path);
@@ -87,10 +87,7 @@ inline std::string WriteFileAtomicallyTo(const std::string &path,
         error = "the writer failed";
     }
     if (error.empty() && ::rename(tmp.c_str(), path.c_str()) != 0) error = std::strerror(errno);
-    if (!error.empty()) {
-        ::unlink(tmp.c_str());
-        ::unlink(path.c_str());  // no older or partial file of that name is left to mislead
-    }
+    if (!error.empty()) ::unlink(tmp.c_str());
     return detail::Finish(path, error);
 }
 
