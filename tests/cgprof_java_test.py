@@ -105,6 +105,7 @@ check("an agent that does not start is named last", r.returncode != 0
 # An output directory that exists but cannot be written: refused before the JVM starts.
 ro = os.path.join(work, "read-only")
 os.makedirs(ro)
+os.chmod(work, 0o755)  # reachable by the unprivileged user the check runs as
 os.chmod(ro, 0o555)
 r = subprocess.run([martini, "run", "--output", ro, "--", "java", "-cp", classes, "shop.Shop"], capture_output=True,
                    text=True, cwd=work, timeout=300,
