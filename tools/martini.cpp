@@ -97,8 +97,10 @@ const char kControlDescription[] =
     "carried the command out. The agent listens on /tmp/martini-PID.ctl while some\n"
     "client observes these events.";
 
+// `message` starts with the command ("run: ..."): printed as "martini run: ...", the
+// way CLI11's errors are (tools/cli.h).
 int Fail(const std::string &message) {
-    std::fprintf(stderr, "martini: %s\n", message.c_str());
+    std::fprintf(stderr, "martini %s\n", message.c_str());
     return 1;
 }
 
@@ -293,7 +295,7 @@ int Launch(const std::string &shownProgram, const std::vector<martini::core::Cli
         for (std::size_t pos = 0; pos < payload.size(); pos = payload.find('\0', pos) + 1) cargs.push_back(&payload[pos]);
         cargs.push_back(nullptr);
         ::execv(cargs[0], cargs.data() + 1);
-        std::fprintf(stderr, "martini: run: cannot start '%s': %s\n", cargs[0], std::strerror(errno));
+        std::fprintf(stderr, "martini run: cannot start '%s': %s\n", cargs[0], std::strerror(errno));
         ::_exit(127);
     }
     ::close(gate[0]);
@@ -492,7 +494,7 @@ int Run(int argc, char **argv) {
     }
     if (!program.empty() && program[0] == "--") program.erase(program.begin());
     if (program.empty()) {
-        std::fprintf(stderr, "martini: run: no program given\n%s\n", kRunUsage);
+        std::fprintf(stderr, "martini run: no program given\n%s\nRun 'martini run --help' for more information.\n", kRunUsage);
         return 1;
     }
     // A Lua script runs under martini-lua in place of lua, which need not be installed.
