@@ -31,6 +31,12 @@ heap_trace = os.path.join(source, "tests", "profilers", "heap_threads.jsonl")
 work = tempfile.mkdtemp(prefix="martini-failures-")
 os.chmod(work, 0o755)
 check = Checks()
+# Under AddressSanitizer (scripts/test.sh's second build) the preloaded shim and the
+# unprivileged user are left out: ASan wants its runtime first in the process, and
+# LeakSanitizer cannot inspect a process that changed its user.
+sanitized = "libasan" in subprocess.run(["ldd", replay], capture_output=True, text=True).stdout
+if sanitized:
+    print("sanitizer build: the full-disk (preloaded shim) and unprivileged-user cases are left out")
 
 
 def run(args, expect=0, extra_env=None, **kwargs):
@@ -51,67 +57,68 @@ def files_in(d):
     return sorted(os.listdir(d)) if os.path.isdir(d) else []
 
 
-# -- the shim itself fills the disk ------------------------------------------------------
-probe_dir = os.path.join(work, "probe")
-os.makedirs(probe_dir)
-r = run([sys.executable, "-c", f"open('{probe_dir}/f', 'wb', buffering=0).write(b'x' * 1000)\n"
-         f"open('{probe_dir}/g', 'wb', buffering=0).write(b'x')"], expect=None, extra_env=full_disk(probe_dir, 100))
-check("shim: a write past the budget fails with ENOSPC",
-      r.returncode != 0 and os.path.getsize(os.path.join(probe_dir, "f")) == 100
-      and "No space left on device" in r.stderr, r.stderr)
+if not sanitized:
+    # -- the shim itself fills the disk ------------------------------------------------------
+    probe_dir = os.path.join(work, "probe")
+    os.makedirs(probe_dir)
+    r = run([sys.executable, "-c", f"open('{probe_dir}/f', 'wb', buffering=0).write(b'x' * 1000)\n"
+             f"open('{probe_dir}/g', 'wb', buffering=0).write(b'x')"], expect=None, extra_env=full_disk(probe_dir, 100))
+    check("shim: a write past the budget fails with ENOSPC",
+          r.returncode != 0 and os.path.getsize(os.path.join(probe_dir, "f")) == 100
+          and "No space left on device" in r.stderr, r.stderr)
 
-# -- a full disk: each client's outputs are complete or absent, and named ------------------
-# callcount out=FILE: before, a 0-byte file and no message.
-d = os.path.join(work, "callcount-full")
-os.makedirs(d)
-target = os.path.join(d, "calls.txt")
-r = run([replay, "--client", f"callcount=out={target}", trace], extra_env=full_disk(d))
-check("callcount out= on a full disk: named with the cause",
-      f"cannot write '{target}': No space left on device" in r.stderr, r.stderr)
-check("callcount out= on a full disk: no file, no temporary left", files_in(d) == [], files_in(d))
-check("callcount out= on a full disk: the table printed on stderr instead", "calls to" in r.stderr, r.stderr)
+    # -- a full disk: each client's outputs are complete or absent, and named ------------------
+    # callcount out=FILE: before, a 0-byte file and no message.
+    d = os.path.join(work, "callcount-full")
+    os.makedirs(d)
+    target = os.path.join(d, "calls.txt")
+    r = run([replay, "--client", f"callcount=out={target}", trace], extra_env=full_disk(d))
+    check("callcount out= on a full disk: named with the cause",
+          f"cannot write '{target}': No space left on device" in r.stderr, r.stderr)
+    check("callcount out= on a full disk: no file, no temporary left", files_in(d) == [], files_in(d))
+    check("callcount out= on a full disk: the table printed on stderr instead", "calls to" in r.stderr, r.stderr)
 
-# cgprof: before, truncated files were left behind.
-d = os.path.join(work, "cgprof-full")
-r = run([replay, "--client", f"cgprof=top=0,out={d}", trace], extra_env=full_disk(d, 2000))
-check("cgprof on a full disk: each failed file named", r.stderr.count("No space left on device") >= 4
-      and "partial file was removed" in r.stderr, r.stderr)
-left = files_in(d)
-check("cgprof on a full disk: no truncated or temporary file left",
-      all(not f.endswith(".tmp") for f in left) and len(left) <= 1, left)
-for f in left:  # what is there is complete
-    if f.endswith(".json"):
-        try:
-            json.load(open(os.path.join(d, f)))
-            check(f"cgprof on a full disk: {f} that was written is complete", True)
-        except ValueError as e:
-            check(f"cgprof on a full disk: {f} that was written is complete", False, str(e))
+    # cgprof: before, truncated files were left behind.
+    d = os.path.join(work, "cgprof-full")
+    r = run([replay, "--client", f"cgprof=top=0,out={d}", trace], extra_env=full_disk(d, 2000))
+    check("cgprof on a full disk: each failed file named", r.stderr.count("No space left on device") >= 4
+          and "partial file was removed" in r.stderr, r.stderr)
+    left = files_in(d)
+    check("cgprof on a full disk: no truncated or temporary file left",
+          all(not f.endswith(".tmp") for f in left) and len(left) <= 1, left)
+    for f in left:  # what is there is complete
+        if f.endswith(".json"):
+            try:
+                json.load(open(os.path.join(d, f)))
+                check(f"cgprof on a full disk: {f} that was written is complete", True)
+            except ValueError as e:
+                check(f"cgprof on a full disk: {f} that was written is complete", False, str(e))
 
-# heapprof
-d = os.path.join(work, "heapprof-full")
-r = run([replay, "--client", f"heapprof=exact,top=0,out={d}", heap_trace], extra_env=full_disk(d, 500))
-check("heapprof on a full disk: named", "No space left on device" in r.stderr and "heapprof:" in r.stderr, r.stderr)
-check("heapprof on a full disk: no truncated or temporary file left (pprof's stdio included)", files_in(d) == [],
-      files_in(d))
+    # heapprof
+    d = os.path.join(work, "heapprof-full")
+    r = run([replay, "--client", f"heapprof=exact,top=0,out={d}", heap_trace], extra_env=full_disk(d, 500))
+    check("heapprof on a full disk: named", "No space left on device" in r.stderr and "heapprof:" in r.stderr, r.stderr)
+    check("heapprof on a full disk: no truncated or temporary file left (pprof's stdio included)", files_in(d) == [],
+          files_in(d))
 
-# conformance report=FILE: before, a 0-byte report and no message.
-d = os.path.join(work, "conformance-full")
-os.makedirs(d)
-target = os.path.join(d, "report.jsonl")
-r = run([replay, "--client", f"conformance=report={target}", trace], extra_env=full_disk(d, 10))
-check("conformance report on a full disk: named", f"cannot write '{target}': No space left on device" in r.stderr,
-      r.stderr)
-check("conformance report on a full disk: no report, no temporary", files_in(d) == [], files_in(d))
-# and with room, the report is whole
-r = run([replay, "--client", f"conformance=report={target}", trace])
-check("conformance report with room: complete", open(target).read().rstrip().endswith("}")
-      and '"verdict":"pass"' in open(target).read(), r.stderr)
+    # conformance report=FILE: before, a 0-byte report and no message.
+    d = os.path.join(work, "conformance-full")
+    os.makedirs(d)
+    target = os.path.join(d, "report.jsonl")
+    r = run([replay, "--client", f"conformance=report={target}", trace], extra_env=full_disk(d, 10))
+    check("conformance report on a full disk: named", f"cannot write '{target}': No space left on device" in r.stderr,
+          r.stderr)
+    check("conformance report on a full disk: no report, no temporary", files_in(d) == [], files_in(d))
+    # and with room, the report is whole
+    r = run([replay, "--client", f"conformance=report={target}", trace])
+    check("conformance report with room: complete", open(target).read().rstrip().endswith("}")
+          and '"verdict":"pass"' in open(target).read(), r.stderr)
 
-# threadprof's detailed JSON
-d = os.path.join(work, "threadprof-full")
-r = run([replay, "--client", f"threadprof=top=0,out={d}", heap_trace], extra_env=full_disk(d, 100))
-check("threadprof on a full disk: named, nothing truncated", "No space left on device" in r.stderr
-      and files_in(d) == [], r.stderr + str(files_in(d)))
+    # threadprof's detailed JSON
+    d = os.path.join(work, "threadprof-full")
+    r = run([replay, "--client", f"threadprof=top=0,out={d}", heap_trace], extra_env=full_disk(d, 100))
+    check("threadprof on a full disk: named, nothing truncated", "No space left on device" in r.stderr
+          and files_in(d) == [], r.stderr + str(files_in(d)))
 
 # -- %p and %t in clients' output names ------------------------------------------------
 p = subprocess.Popen([replay, "--client", f"callcount=out={work}/calls-%p-%t.txt", trace], env=env,
@@ -179,19 +186,20 @@ if martini_lua:
     check("martini run: an output directory that cannot be made, before the program starts",
           "cannot create the output directory" in r.stderr and not_dir in r.stderr and "args:" not in r.stdout,
           r.stdout + r.stderr)
-    ro = os.path.join(work, "read-only")
-    os.makedirs(ro)
-    os.chmod(ro, 0o555)
-    demote = None
-    if os.geteuid() == 0:
-        def demote():
-            os.setgid(65534)
-            os.setuid(65534)
-    r = run([martini, "run", "--client", "callcount", "--output", ro, "--", "lua", script], expect=1,
-            preexec_fn=demote)
-    check("martini run: an unwritable output directory refused before the program starts, with the cause",
-          f"cannot write to the output directory '{ro}': Permission denied" in r.stderr
-          and "program was not started" in r.stderr and "args:" not in r.stdout, r.stdout + r.stderr)
+    if not sanitized:
+        ro = os.path.join(work, "read-only")
+        os.makedirs(ro)
+        os.chmod(ro, 0o555)
+        demote = None
+        if os.geteuid() == 0:
+            def demote():
+                os.setgid(65534)
+                os.setuid(65534)
+        r = run([martini, "run", "--client", "callcount", "--output", ro, "--", "lua", script], expect=1,
+                preexec_fn=demote)
+        check("martini run: an unwritable output directory refused before the program starts, with the cause",
+              f"cannot write to the output directory '{ro}': Permission denied" in r.stderr
+              and "program was not started" in r.stderr and "args:" not in r.stdout, r.stdout + r.stderr)
 
     # No client loaded: said last, exit status non-zero.
     r = run([martini, "run", "--client", "cgprof=tpo=5", "--output", out, "--", "lua", script], expect=None)
@@ -205,17 +213,18 @@ if martini_lua:
     check("martini run: one of two clients not loaded is an error, said last",
           "only 1 of 2 clients" in r.stderr and "not produced" in r.stderr.strip().split("\n")[-1], r.stderr)
 
-    # A full disk under martini run: the failed files are not listed, the exit status says so.
-    out = os.path.join(work, "lua-full")
-    r = run([martini, "run", "--client", "cgprof=top=0", "--output", out, "--", "lua", script], expect=1,
-            extra_env=full_disk(out, 2000))
-    listed = re.findall(r"^  (\S+)\s+\d+ bytes$", r.stderr, re.M)
-    check("martini run on a full disk: exit 1, the missing files named last",
-          "not written:" in r.stderr and "No space left on device" in r.stderr
-          and "not produced" in r.stderr.strip().split("\n")[-1], r.stderr)
-    check("martini run on a full disk: only complete files listed",
-          all(os.path.exists(os.path.join(out, f)) and not f.endswith(".tmp") for f in listed)
-          and len(listed) == len(files_in(out)), f"{listed} {files_in(out)}\n{r.stderr}")
+    if not sanitized:
+        # A full disk under martini run: the failed files are not listed, the exit status says so.
+        out = os.path.join(work, "lua-full")
+        r = run([martini, "run", "--client", "cgprof=top=0", "--output", out, "--", "lua", script], expect=1,
+                extra_env=full_disk(out, 2000))
+        listed = re.findall(r"^  (\S+)\s+\d+ bytes$", r.stderr, re.M)
+        check("martini run on a full disk: exit 1, the missing files named last",
+              "not written:" in r.stderr and "No space left on device" in r.stderr
+              and "not produced" in r.stderr.strip().split("\n")[-1], r.stderr)
+        check("martini run on a full disk: only complete files listed",
+              all(os.path.exists(os.path.join(out, f)) and not f.endswith(".tmp") for f in listed)
+              and len(listed) == len(files_in(out)), f"{listed} {files_in(out)}\n{r.stderr}")
 
     # --output with %p: the started program's pid, known after fork.
     r = run([martini, "run", "--client", "callcount", "--output", os.path.join(work, "run-%p-%t"), "--", "lua",
