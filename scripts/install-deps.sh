@@ -8,6 +8,7 @@ set -euo pipefail
 packages=(
   g++ meson ninja-build pkg-config python3
   libtbb-dev nlohmann-json3-dev        # core: filter cache, replay traces
+  libcli11-dev                         # the command-line tools: option parsing (header-only)
   libgtest-dev libgmock-dev            # tests
   libbenchmark-dev libboost-dev        # benchmarks (Boost.Signals2 is the baseline)
   openjdk-17-jdk-headless              # JVM provider: JVMTI headers, javac/java for its tests

@@ -109,9 +109,26 @@ check("client not found, before the program starts", r.returncode == 1 and "clie
 r = run([martini, "run", "--", "true"])
 check("not a java program", r.returncode == 1 and "martini run starts java programs" in r.stderr, r.stderr)
 r = run([martini, "run", "--client", "cgprof=bogus", "--output", out, "--", "java", "-cp", classes, "shop.Shop"])
-check("a client refusing its options: named, and the program runs on",
-      r.returncode == 0 and "cgprof: unknown option 'bogus'" in r.stderr and "shop: 120 orders" in r.stdout + r.stderr,
-      r.stderr)
+check("a client refusing its options: named, the program runs on, and martini says last that no profile was made",
+      r.returncode == 1 and "cgprof: unknown option 'bogus'" in r.stderr and "shop: 120 orders" in r.stdout + r.stderr
+      and "no client was loaded" in r.stderr and "not produced" in r.stderr.strip().split("\n")[-1], r.stderr)
+# The agent never started (a library that is no JVMTI agent): said last.
+r = subprocess.run([martini, "run", "--output", out, "--", "java", "-version"], capture_output=True, text=True,
+                   cwd=work, timeout=300,
+                   env=dict(os.environ, MARTINI_JVMTI_AGENT=os.path.join(build, "clients", "cgprof", "libcgprof.so")))
+check("an agent that does not start is named last", r.returncode != 0
+      and "the JVMTI agent did not start" in r.stderr and "not produced" in r.stderr.strip().split("\n")[-1], r.stderr)
+# An output directory that exists but cannot be written: refused before the JVM starts.
+ro = os.path.join(work, "read-only")
+os.makedirs(ro)
+os.chmod(work, 0o755)  # reachable by the unprivileged user the check runs as
+os.chmod(ro, 0o555)
+r = subprocess.run([martini, "run", "--output", ro, "--", "java", "-cp", classes, "shop.Shop"], capture_output=True,
+                   text=True, cwd=work, timeout=300,
+                   preexec_fn=(lambda: (os.setgid(65534), os.setuid(65534))) if os.geteuid() == 0 else None)
+check("an unwritable output directory: refused before the program starts",
+      r.returncode == 1 and f"cannot write to the output directory '{ro}': Permission denied" in r.stderr
+      and "shop: 120 orders" not in r.stdout + r.stderr, r.stderr)
 r = run([martini, "run", "--output", out, "--", "java", "-cp", classes, "NoSuchMain"])
 check("the program's exit status is martini's", r.returncode == 1 and "the program exited with status 1" in r.stderr,
       r.stderr)

@@ -3,13 +3,19 @@
 //   martini run [--client NAME[=OPTIONS]]... [--output DIR] -- java ARGS...
 //   martini report PROFILE.json [--top N] [--thread ID|NAME] [--metric NAME]
 //   martini convert PROFILE.json --to collapsed|chrome|pprof|html|json [-o FILE]
-//   martini replay --client NAME[=OPTIONS] TRACE.jsonl
+//   martini replay --client NAME[=OPTIONS] [--output DIR] TRACE.jsonl
 //   martini control PID start|stop
+//   martini --version
 //
-// Exit status: the program's own for `run` (128+N when killed by signal N); 0 on
-// success and 1 on any error for the others (replay: see replay_main.cpp).
+// Exit status: the program's own for `run` (128+N when killed by signal N), else 1
+// when the profile asked for was not produced (no client loaded, an output not
+// written: see the run status handshake below); 0 on success and 1 on any error for
+// the others (replay: see replay_main.cpp).
+#include "martini/clients/expand.h"
 #include "martini/core/client_spec.h"
+#include "martini/core/status.h"
 #include "martini/report/profile.h"
+#include "cli.h"
 #include "tools.h"
 
 #include <fcntl.h>
@@ -25,20 +31,27 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <iostream>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
 namespace fs = std::filesystem;
 namespace report = martini::report;
 using martini::tools::ExecutableDir;
+using martini::tools::Configure;
+using martini::tools::Parse;
 
 namespace {
 
 const char kUsage[] =
     "usage: martini COMMAND [ARGS...]\n"
+    "       martini --version\n"
     "\n"
     "  run       run a program under Martini with profiler clients\n"
     "  report    print the top-N table of a JSON profile\n"
@@ -50,68 +63,45 @@ const char kUsage[] =
 
 const char kRunUsage[] =
     "usage: martini run [--client NAME[=OPTIONS]]... [--output DIR] -- java ARGS...\n"
-    "       martini run [--client NAME[=OPTIONS]]... [--output DIR] -- lua SCRIPT ARGS...\n"
-    "\n"
+    "       martini run [--client NAME[=OPTIONS]]... [--output DIR] -- lua SCRIPT ARGS...";
+
+const char kRunDescription[] =
     "Runs the program with the given profiler clients and says where their outputs\n"
     "went: java under the JVMTI agent, a Lua 5.4 script under martini-lua (the Lua host\n"
-    "of the interpreter C ABI).\n"
-    "\n"
-    "  --client SPEC   a bundled client's name (cgprof, callcount) or a client library's\n"
-    "                  path, optionally with =OPTIONS (`--client cgprof=help` lists\n"
-    "                  cgprof's); repeatable; default: cgprof\n"
-    "  --output DIR    where clients write their files (default: ./martini-out)\n"
-    "  -h, --help      this text\n"
-    "\n"
+    "of the interpreter C ABI). Everything after the program's name is the program's.";
+
+const char kRunFooter[] =
     "The agent is looked up in $MARTINI_JVMTI_AGENT, then next to this program; clients\n"
-    "in $MARTINI_CLIENT_PATH, then next to this program. The exit status is the\n"
-    "program's.\n";
+    "in $MARTINI_CLIENT_PATH, then next to this program. The output directory is created\n"
+    "and checked to be writable before the program starts. The exit status is the\n"
+    "program's; when it is 0 but the profile asked for was not produced (no client\n"
+    "loaded, an output file not written), martini says so last and exits with 1.";
 
-const char kReportUsage[] =
-    "usage: martini report PROFILE.json [--top N] [--thread ID|NAME] [--metric NAME]\n"
-    "\n"
+const char kReportUsage[] = "usage: martini report PROFILE.json [--top N] [--thread ID|NAME] [--metric NAME]";
+const char kReportDescription[] =
     "Prints the top-N methods of a profile (all threads merged, or one thread) by self\n"
-    "value of the metric (default: wall time when measured, else the profile's own).\n";
+    "value of the metric (default: wall time when measured, else the profile's own).";
 
-const char kConvertUsage[] =
-    "usage: martini convert PROFILE.json --to FORMAT [-o FILE]\n"
-    "\n"
+const char kConvertUsage[] = "usage: martini convert PROFILE.json --to FORMAT [-o FILE]";
+const char kConvertDescription[] =
     "FORMAT: collapsed (flamegraph.pl, inferno, speedscope), chrome (Perfetto UI),\n"
     "pprof (go tool pprof), html (self-contained flame graph report), json.\n"
     "Without -o the output goes next to the profile: NAME.collapsed, NAME.trace.json,\n"
-    "NAME.pb.gz, NAME.html.\n";
+    "NAME.pb.gz, NAME.html.";
 
-const char kControlUsage[] =
-    "usage: martini control PID start|stop\n"
-    "\n"
+const char kControlUsage[] = "usage: martini control PID start|stop";
+const char kControlDescription[] =
     "Sends a command to the Martini agent in the JVM with process id PID: its clients get\n"
     "EcStop (stop: cgprof pauses; time while paused is not charged) or EcStart (start:\n"
     "they resume; with cgprof=paused the profile starts here). Waits until the agent has\n"
     "carried the command out. The agent listens on /tmp/martini-PID.ctl while some\n"
-    "client observes these events.\n";
+    "client observes these events.";
 
+// `message` starts with the command ("run: ..."): printed as "martini run: ...", the
+// way CLI11's errors are (tools/cli.h).
 int Fail(const std::string &message) {
-    std::fprintf(stderr, "martini: %s\n", message.c_str());
+    std::fprintf(stderr, "martini %s\n", message.c_str());
     return 1;
-}
-
-bool IsHelp(const std::string &a) { return a == "-h" || a == "--help"; }
-
-// `--name VALUE` or `--name=VALUE`; advances i. Returns false when it is not `name`.
-bool TakeValue(int argc, char **argv, int &i, const std::string &name, std::string &value, std::string &error) {
-    const std::string arg = argv[i];
-    if (arg == name) {
-        if (i + 1 >= argc) {
-            error = name + " needs a value";
-            return true;
-        }
-        value = argv[++i];
-        return true;
-    }
-    if (arg.rfind(name + "=", 0) == 0) {
-        value = arg.substr(name.size() + 1);
-        return true;
-    }
-    return false;
 }
 
 // The program as execvp would find it, or "" when it is not there.
@@ -168,23 +158,109 @@ void ForwardSignal(int sig) {
     gForwarded = sig;
 }
 
-// Starts the program (args[0] is what it is called), waits for it with every signal that
-// would end martini passed on to it, lists the files the clients wrote to outDir, and
-// returns its exit status.
-int Launch(const std::string &programPath, std::vector<std::string> args,
-           const std::vector<martini::core::ClientSpec> &specs, const std::string &outDir) {
-    std::vector<char *> cargs;
-    for (auto &a : args) cargs.push_back(a.data());
-    cargs.push_back(nullptr);
+// ---- The run status handshake --------------------------------------------------------
+// martini run creates an empty status file and names it in $MARTINI_STATUS_FILE for the
+// program. Inside it, the core's LoadClients appends "loaded N of M clients" and
+// "client NAME failed: CAUSE" (martini/core/status.h), the bundled clients "wrote PATH"
+// or "failed PATH: CAUSE" per output file (martini/clients/status.h).
+struct RunStatus {
+    bool started = false;  // some line at all: the provider ran LoadClients
+    bool loadedKnown = false;
+    unsigned loaded = 0, requested = 0;
+    std::vector<std::string> clientFailures;  // "client NAME failed: CAUSE", "error: CAUSE"
+    std::vector<std::string> wrote;           // absolute paths
+    std::vector<std::pair<std::string, std::string>> failed;  // path, cause
+};
 
-    std::fprintf(stderr, "martini: running %s with %s\n", programPath.c_str(),
+RunStatus ReadRunStatus(const std::string &path) {
+    RunStatus st;
+    std::ifstream in(path);
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.empty()) continue;
+        st.started = true;
+        unsigned n = 0, m = 0;
+        if (std::sscanf(line.c_str(), "loaded %u of %u clients", &n, &m) == 2) {
+            st.loadedKnown = true;
+            st.loaded += n;  // a program that starts the runtime twice (forks) adds up
+            st.requested += m;
+        } else if (line.rfind("client ", 0) == 0 || line.rfind("error: ", 0) == 0) {
+            st.clientFailures.push_back(line);
+        } else if (line.rfind("wrote ", 0) == 0) {
+            st.wrote.push_back(line.substr(6));
+        } else if (line.rfind("failed ", 0) == 0) {
+            const std::string rest = line.substr(7);
+            // PATH: CAUSE; a path may hold ": " itself, a cause rarely starts with '/'
+            const auto colon = rest.rfind(": ");
+            st.failed.emplace_back(colon == std::string::npos ? rest : rest.substr(0, colon),
+                                   colon == std::string::npos ? "" : rest.substr(colon + 2));
+        }
+    }
+    return st;
+}
+
+// Creates `dir` and checks that a file can be created and removed in it; "" or why not.
+std::string PrepareOutputDirectory(const std::string &dir) {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) return "cannot create the output directory '" + dir + "': " + ec.message();
+    const std::string probe = dir + "/.martini-write-test-" + std::to_string(::getpid());
+    const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) return "cannot write to the output directory '" + dir + "': " + std::strerror(errno);
+    ::close(fd);
+    if (::unlink(probe.c_str()) != 0) {
+        return "cannot remove a file from the output directory '" + dir + "': " + std::strerror(errno);
+    }
+    return "";
+}
+
+// What the started program runs: its path and arguments (args[0] is what it is called),
+// built once its process id is known (--output %p).
+struct Command {
+    std::string path;
+    std::vector<std::string> args;
+};
+
+// Starts the program, waits for it with every signal that would end martini passed on
+// to it, lists the files the clients wrote, says what is missing from the profile and
+// returns the exit status. The child waits before exec until `prepare(pid, outDir,
+// command)` has made the output directory (with %p expanded to its pid) and built the
+// command; when prepare fails, the program never starts.
+int Launch(const std::string &shownProgram, const std::vector<martini::core::ClientSpec> &specs,
+           const std::string &outputOption, bool lua,
+           const std::function<std::string(const std::string &outDir, Command &command)> &prepare) {
+    std::fprintf(stderr, "martini: running %s with %s\n", shownProgram.c_str(),
                  Join([&] {
                      std::vector<std::string> names;
                      for (const auto &s : specs) names.push_back(s.name);
                      return names;
                  }(), ", ").c_str());
     std::fflush(stderr);
+
+    char tempDir[] = "/tmp/martini-run-XXXXXX";
+    if (::mkdtemp(tempDir) == nullptr) return Fail(std::string("run: cannot make a temporary directory: ") + std::strerror(errno));
+    const std::string statusPath = std::string(tempDir) + "/status";
+    const std::string configPath = std::string(tempDir) + "/config.json";
+    auto cleanup = [&] {
+        ::unlink(statusPath.c_str());
+        ::unlink(configPath.c_str());
+        ::rmdir(tempDir);
+    };
+    if (const int fd = ::open(statusPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600); fd >= 0) {
+        ::close(fd);
+    } else {
+        cleanup();
+        return Fail(std::string("run: cannot make the status file: ") + std::strerror(errno));
+    }
+    ::setenv(martini::core::kStatusFileVariable, statusPath.c_str(), 1);
+
     const auto started = fs::file_time_type::clock::now() - std::chrono::seconds(1);
+    const std::time_t startTime = std::time(nullptr);
+    int gate[2];
+    if (::pipe2(gate, O_CLOEXEC) != 0) {
+        cleanup();
+        return Fail(std::string("run: pipe failed: ") + std::strerror(errno));
+    }
     // A signal that ends `martini run` ends the program the same way, and martini waits
     // for it so the clients write their outputs (as a shell running the program would).
     // Blocked across fork so that no signal comes before the handlers know the child.
@@ -195,37 +271,99 @@ int Launch(const std::string &programPath, std::vector<std::string> args,
     const pid_t child = ::fork();
     if (child < 0) {
         ::sigprocmask(SIG_SETMASK, &previous, nullptr);
+        ::close(gate[0]);
+        ::close(gate[1]);
+        cleanup();
         return Fail(std::string("run: fork failed: ") + std::strerror(errno));
     }
     if (child == 0) {
         ::sigprocmask(SIG_SETMASK, &previous, nullptr);
-        ::execv(programPath.c_str(), cargs.data());
-        std::fprintf(stderr, "martini: run: cannot start '%s': %s\n", programPath.c_str(), std::strerror(errno));
+        ::close(gate[1]);
+        // The command, as NUL-terminated strings; nothing: martini gave up, do not start.
+        std::string payload;
+        char buf[4096];
+        ssize_t n;
+        while ((n = ::read(gate[0], buf, sizeof buf)) != 0) {
+            if (n < 0) {
+                if (errno == EINTR) continue;
+                ::_exit(127);
+            }
+            payload.append(buf, static_cast<std::size_t>(n));
+        }
+        if (payload.empty()) ::_exit(127);
+        std::vector<char *> cargs;
+        for (std::size_t pos = 0; pos < payload.size(); pos = payload.find('\0', pos) + 1) cargs.push_back(&payload[pos]);
+        cargs.push_back(nullptr);
+        ::execv(cargs[0], cargs.data() + 1);
+        std::fprintf(stderr, "martini run: cannot start '%s': %s\n", cargs[0], std::strerror(errno));
         ::_exit(127);
     }
+    ::close(gate[0]);
     gProgram = child;
     struct sigaction forward{};
     forward.sa_handler = ForwardSignal;  // no SA_RESTART: waitpid returns EINTR and waits again
     sigemptyset(&forward.sa_mask);
     for (int sig : kForwardedSignals) ::sigaction(sig, &forward, nullptr);
     ::signal(SIGQUIT, SIG_IGN);  // Ctrl-\ reaches the program (same process group): its thread dump
+    ::signal(SIGPIPE, SIG_IGN);  // the gate's reader may be gone
     ::sigprocmask(SIG_SETMASK, &previous, nullptr);
+
+    // Everything that depends on the program's pid, checked before it starts.
+    const std::string output = martini::clients::ExpandOutputName(outputOption, child, startTime);
+    std::string outDir;
+    std::string problem = PrepareOutputDirectory(output);
+    Command command;
+    if (problem.empty()) {
+        outDir = fs::weakly_canonical(fs::absolute(output)).string();
+        problem = prepare(outDir, command);
+    }
+    if (problem.empty()) {
+        std::string payload = command.path + '\0';
+        for (const auto &a : command.args) payload += a + '\0';
+        std::size_t done = 0;
+        while (done < payload.size()) {
+            const ssize_t n = ::write(gate[1], payload.data() + done, payload.size() - done);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) break;
+            done += static_cast<std::size_t>(n);
+        }
+    }
+    ::close(gate[1]);
     int status = 0;
     while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
     }
     gProgram = 0;
+    if (!problem.empty()) {
+        cleanup();
+        return Fail("run: " + problem + "; the program was not started");
+    }
     if (gForwarded != 0) {
         std::fprintf(stderr, "martini: %s was passed on to the program; it ended, and its profile was written\n",
                      strsignal(gForwarded));
     }
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    const RunStatus st = ReadRunStatus(statusPath);
+    cleanup();
 
+    // The outputs: files the clients reported complete, and (clients that do not report)
+    // other new files in the output directory, never a temporary or a failed one.
+    std::set<std::string> failedPaths;
+    for (const auto &[path, cause] : st.failed) failedPaths.insert(path);
+    std::set<std::string> seen;
     std::vector<std::pair<std::string, std::uintmax_t>> outputs;
+    auto add = [&](const std::string &path) {
+        std::error_code ec;
+        const std::string canonical = fs::weakly_canonical(path, ec).string();
+        if (failedPaths.count(path) || failedPaths.count(canonical) || !seen.insert(canonical).second) return;
+        const auto size = fs::file_size(canonical, ec);
+        if (!ec) outputs.emplace_back(canonical, size);
+    };
+    for (const auto &path : st.wrote) add(path);
     std::error_code ec;
     for (const auto &entry : fs::directory_iterator(outDir, ec)) {
-        if (entry.is_regular_file() && entry.last_write_time() >= started) {
-            outputs.emplace_back(entry.path().string(), entry.file_size());
-        }
+        const std::string name = entry.path().filename().string();
+        const bool temporary = name.size() > 4 && name.compare(name.size() - 4, 4, ".tmp") == 0;
+        if (!temporary && entry.is_regular_file() && entry.last_write_time() >= started) add(entry.path().string());
     }
     std::sort(outputs.begin(), outputs.end());
     if (outputs.empty()) {
@@ -233,11 +371,41 @@ int Launch(const std::string &programPath, std::vector<std::string> args,
     } else {
         std::fprintf(stderr, "martini: outputs in %s:\n", outDir.c_str());
         for (const auto &[path, size] : outputs) {
-            std::fprintf(stderr, "  %-40s %10ju bytes\n", fs::path(path).filename().c_str(), size);
+            const std::string shown = path.rfind(outDir + "/", 0) == 0 ? path.substr(outDir.size() + 1) : path;
+            std::fprintf(stderr, "  %-40s %10ju bytes\n", shown.c_str(), size);
         }
     }
     if (code != 0) std::fprintf(stderr, "martini: the program exited with status %d\n", code);
-    return code;
+
+    // Last: what of the profile asked for is missing.
+    std::vector<std::string> missing;
+    if (!st.started) {
+        missing.push_back(std::string(lua ? "martini-lua" : "the JVMTI agent") +
+                          " did not start (no client was loaded): the program ran without profiling");
+    } else {
+        for (std::string f : st.clientFailures) {
+            // The agent knows the clients by resolved path; the user named them.
+            for (const auto &spec : specs) {
+                std::size_t at = 0;
+                while (!spec.path.empty() && (at = f.find(spec.path, at)) != std::string::npos) {
+                    f.replace(at, spec.path.size(), spec.name);
+                    at += spec.name.size();
+                }
+            }
+            missing.push_back(f);
+        }
+        if (st.loadedKnown && st.loaded == 0) {
+            missing.push_back("no client was loaded: the program ran without profiling, no profile was written");
+        } else if (st.loadedKnown && st.loaded < st.requested) {
+            missing.push_back("only " + std::to_string(st.loaded) + " of " + std::to_string(st.requested) +
+                              " clients were loaded: their profile is incomplete");
+        }
+        for (const auto &[path, cause] : st.failed) missing.push_back("not written: " + path + ": " + cause);
+    }
+    if (missing.empty()) return code;
+    for (const auto &m : missing) std::fprintf(stderr, "martini: %s\n", m.c_str());
+    std::fprintf(stderr, "martini: the profile you asked for was not produced in full\n");
+    return code != 0 ? code : 1;
 }
 
 // martini-lua, the Lua host of the interpreter C ABI: next to this program (installed)
@@ -265,40 +433,70 @@ std::string ClientArgument(const martini::core::ClientSpec &s) {
 
 bool IsLua(const std::string &base) { return base == "lua" || base == "lua5.4" || base == "lua54"; }
 
-int Run(int argc, char **argv) {
-    std::vector<martini::core::ClientSpec> specs;
-    std::string output = "martini-out";
-    int i = 2;
-    for (; i < argc; ++i) {
-        const std::string arg = argv[i];
-        std::string value, error;
-        if (arg == "--") {
-            ++i;
-            break;
+// The bundled clients: lib<name>.so in the client search directories (installed), or
+// <name>/lib<name>.so (build tree).
+std::vector<std::string> BundledClients() {
+    std::set<std::string> names;
+    auto nameOf = [](const std::string &file) -> std::string {
+        if (file.size() > 6 && file.rfind("lib", 0) == 0 && file.compare(file.size() - 3, 3, ".so") == 0) {
+            return file.substr(3, file.size() - 6);
         }
-        if (IsHelp(arg)) {
-            std::fputs(kRunUsage, stdout);
-            return 0;
-        }
-        if (TakeValue(argc, argv, i, "--client", value, error)) {
-            if (!error.empty()) return Fail("run: " + error);
-            if (std::string e = martini::core::ParseClientList(value, specs); !e.empty()) return Fail("run: " + e);
-        } else if (TakeValue(argc, argv, i, "--output", value, error)) {
-            if (!error.empty()) return Fail("run: " + error);
-            if (value.empty()) return Fail("run: --output needs a directory");
-            output = value;
-        } else if (!arg.empty() && arg[0] == '-') {
-            std::fprintf(stderr, "martini: run: unknown option '%s'\n%s", arg.c_str(), kRunUsage);
-            return 1;
-        } else {
-            break;  // the program, without "--"
+        return "";
+    };
+    for (const auto &dir : martini::core::ClientSearchDirs(ExecutableDir())) {
+        std::error_code ec;
+        for (const auto &entry : fs::directory_iterator(dir, ec)) {
+            const std::string file = entry.path().filename().string();
+            std::error_code ec2;
+            if (entry.is_regular_file(ec2)) {
+                if (const std::string n = nameOf(file); !n.empty()) names.insert(n);
+            } else if (entry.is_directory(ec2) && fs::is_regular_file(entry.path() / ("lib" + file + ".so"), ec2)) {
+                names.insert(file);
+            }
         }
     }
-    if (i >= argc) {
-        std::fprintf(stderr, "martini: run: no program given\n%s", kRunUsage);
+    return {names.begin(), names.end()};
+}
+
+int Run(int argc, char **argv) {
+    std::vector<std::string> clientOptions;
+    std::string output = "martini-out";
+    CLI::App app(kRunDescription, "martini run");
+    const std::vector<std::string> bundled = BundledClients();
+    Configure(app, kRunUsage, kRunFooter);
+    app.add_option("--client", clientOptions,
+                   "a bundled client's name or a client library's path, optionally with\n"
+                   "=OPTIONS (`--client cgprof=help` lists cgprof's); repeatable;\n"
+                   "default: cgprof. Bundled: " +
+                       (bundled.empty() ? std::string("none found") : Join(bundled, ", ")))
+        ->type_name("SPEC")
+        ->allow_extra_args(false);
+    app.add_option("--output", output,
+                   "where clients write their files (default: ./martini-out); %p: the\n"
+                   "program's process id, %t: its start time (YYYYmmdd-HHMMSS)")
+        ->type_name("DIR");
+    // The program and its arguments, untouched (options included): all that follows "--"
+    // or the first argument that is not martini's option.
+    app.prefix_command();
+    if (const int code = Parse(app, argc - 1, argv + 1); code >= 0) return code;
+    if (output.empty()) return Fail("run: --output needs a directory");
+    std::vector<martini::core::ClientSpec> specs;
+    for (const auto &value : clientOptions) {
+        if (std::string e = martini::core::ParseClientList(value, specs); !e.empty()) return Fail("run: " + e);
+    }
+    std::vector<std::string> program = app.remaining();
+    // Before the program (no program's name starts with '-'): an option of martini's
+    // that it does not know.
+    if (!program.empty() && program[0] != "--" && program[0].size() > 1 && program[0][0] == '-') {
+        std::fprintf(stderr, "martini run: unknown option '%s'\nRun 'martini run --help' for more information.\n",
+                     program[0].c_str());
         return 1;
     }
-    std::vector<std::string> program(argv + i, argv + argc);
+    if (!program.empty() && program[0] == "--") program.erase(program.begin());
+    if (program.empty()) {
+        std::fprintf(stderr, "martini run: no program given\n%s\nRun 'martini run --help' for more information.\n", kRunUsage);
+        return 1;
+    }
     // A Lua script runs under martini-lua in place of lua, which need not be installed.
     const bool lua = IsLua(fs::path(program[0]).filename().string());
     const std::string programPath = lua ? program[0] : FindProgram(program[0]);
@@ -326,81 +524,52 @@ int Run(int argc, char **argv) {
     if (lua && (program.size() < 2 || program[1].empty() || program[1][0] == '-')) {
         return Fail("run: give the Lua script to profile (lua SCRIPT ARGS...); lua's own options are not supported");
     }
-    std::error_code ec;
-    fs::create_directories(output, ec);
-    if (ec) return Fail("run: cannot create the output directory '" + output + "': " + ec.message());
-    const std::string outDir = fs::weakly_canonical(fs::absolute(output)).string();
 
     if (lua) {
         // martini-lua is Lua with the interpreter C ABI built in: it replaces lua.
-        std::vector<std::string> args{runtime};
-        for (const auto &s : specs) {
-            args.push_back("--client");
-            args.push_back(ClientArgument(s));
-        }
-        args.push_back("--output");
-        args.push_back(outDir);
-        args.push_back("--");
-        args.insert(args.end(), program.begin() + 1, program.end());
-        return Launch(runtime, args, specs, outDir);
+        return Launch(runtime, specs, output, true, [&](const std::string &outDir, Command &command) -> std::string {
+            command.path = runtime;
+            command.args = {runtime};
+            for (const auto &s : specs) {
+                command.args.push_back("--client");
+                command.args.push_back(ClientArgument(s));
+            }
+            command.args.push_back("--output");
+            command.args.push_back(outDir);
+            command.args.push_back("--");
+            command.args.insert(command.args.end(), program.begin() + 1, program.end());
+            return "";
+        });
     }
     const std::string &agent = runtime;
-
-    // The agent's configuration: clients by resolved path, and the output directory.
-    char configPath[] = "/tmp/martini-run-XXXXXX";
-    const int fd = ::mkstemp(configPath);
-    if (fd < 0) return Fail(std::string("run: cannot write the agent's configuration: ") + std::strerror(errno));
-    const std::string text = martini::core::ClientConfigJson({specs, outDir});
-    const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-    ::close(fd);
-    if (!written) {
-        ::unlink(configPath);
-        return Fail("run: cannot write the agent's configuration");
-    }
-
-    std::vector<std::string> args;
-    args.push_back(program[0]);
-    args.push_back("-agentpath:" + agent + "=@" + configPath);
-    args.insert(args.end(), program.begin() + 1, program.end());
-    const int code = Launch(programPath, args, specs, outDir);
-    ::unlink(configPath);
-    return code;
+    std::string configPath;
+    return Launch(programPath, specs, output, false, [&](const std::string &outDir, Command &command) -> std::string {
+        // The agent's configuration: clients by resolved path, and the output directory;
+        // next to the status file, in martini's temporary directory.
+        configPath = fs::path(std::getenv(martini::core::kStatusFileVariable)).parent_path() / "config.json";
+        const std::string text = martini::core::ClientConfigJson({specs, outDir});
+        const int fd = ::open(configPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (fd < 0) return std::string("cannot write the agent's configuration: ") + std::strerror(errno);
+        const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+        ::close(fd);
+        if (!written) return "cannot write the agent's configuration";
+        command.path = programPath;
+        command.args = {program[0], "-agentpath:" + agent + "=@" + configPath};
+        command.args.insert(command.args.end(), program.begin() + 1, program.end());
+        return "";
+    });
 }
 
 int Report(int argc, char **argv) {
     std::string file, thread, metric;
     std::size_t top = 20;
-    for (int i = 2; i < argc; ++i) {
-        const std::string arg = argv[i];
-        std::string value, error;
-        if (IsHelp(arg)) {
-            std::fputs(kReportUsage, stdout);
-            return 0;
-        }
-        if (TakeValue(argc, argv, i, "--top", value, error)) {
-            if (!error.empty()) return Fail("report: " + error);
-            char *end = nullptr;
-            top = std::strtoul(value.c_str(), &end, 10);
-            if (value.empty() || *end != '\0') return Fail("report: --top: '" + value + "' is not a number");
-        } else if (TakeValue(argc, argv, i, "--thread", value, error)) {
-            if (!error.empty()) return Fail("report: " + error);
-            thread = value;
-        } else if (TakeValue(argc, argv, i, "--metric", value, error)) {
-            if (!error.empty()) return Fail("report: " + error);
-            metric = value;
-        } else if (!arg.empty() && arg[0] == '-') {
-            std::fprintf(stderr, "martini: report: unknown option '%s'\n%s", arg.c_str(), kReportUsage);
-            return 1;
-        } else if (file.empty()) {
-            file = arg;
-        } else {
-            return Fail("report: one profile at a time ('" + file + "' and '" + arg + "')");
-        }
-    }
-    if (file.empty()) {
-        std::fprintf(stderr, "martini: report: no profile given\n%s", kReportUsage);
-        return 1;
-    }
+    CLI::App app(kReportDescription, "martini report");
+    Configure(app, kReportUsage);
+    app.add_option("profile", file, "a profile in Martini's JSON format")->type_name("PROFILE.json")->required();
+    app.add_option("--top", top, "rows (default 20)")->type_name("N");
+    app.add_option("--thread", thread, "one thread, by id or name (default: all merged)")->type_name("ID|NAME");
+    app.add_option("--metric", metric, "rank by this metric (wall, cpu, calls, ...)")->type_name("NAME");
+    if (const int code = Parse(app, argc - 1, argv + 1); code >= 0) return code;
     report::Profile p;
     if (std::string e = report::ReadJsonFile(file, p); !e.empty()) return Fail("report: " + e);
     if (!thread.empty()) {
@@ -432,32 +601,12 @@ int Report(int argc, char **argv) {
 
 int Convert(int argc, char **argv) {
     std::string file, to, out;
-    for (int i = 2; i < argc; ++i) {
-        const std::string arg = argv[i];
-        std::string value, error;
-        if (IsHelp(arg)) {
-            std::fputs(kConvertUsage, stdout);
-            return 0;
-        }
-        if (TakeValue(argc, argv, i, "--to", value, error)) {
-            if (!error.empty()) return Fail("convert: " + error);
-            to = value;
-        } else if (TakeValue(argc, argv, i, "-o", value, error) || TakeValue(argc, argv, i, "--output", value, error)) {
-            if (!error.empty()) return Fail("convert: " + error);
-            out = value;
-        } else if (!arg.empty() && arg[0] == '-') {
-            std::fprintf(stderr, "martini: convert: unknown option '%s'\n%s", arg.c_str(), kConvertUsage);
-            return 1;
-        } else if (file.empty()) {
-            file = arg;
-        } else {
-            return Fail("convert: one profile at a time ('" + file + "' and '" + arg + "')");
-        }
-    }
-    if (file.empty() || to.empty()) {
-        std::fprintf(stderr, "martini: convert: %s\n%s", file.empty() ? "no profile given" : "no --to FORMAT given", kConvertUsage);
-        return 1;
-    }
+    CLI::App app(kConvertDescription, "martini convert");
+    Configure(app, kConvertUsage);
+    app.add_option("profile", file, "a profile in Martini's JSON format")->type_name("PROFILE.json")->required();
+    app.add_option("--to", to, "collapsed, chrome, pprof, html or json")->type_name("FORMAT")->required();
+    app.add_option("-o,--output", out, "the file to write (default: next to the profile)")->type_name("FILE");
+    if (const int code = Parse(app, argc - 1, argv + 1); code >= 0) return code;
     report::Format format;
     if (to == "collapsed") format = report::kCollapsed;
     else if (to == "chrome") format = report::kChrome;
@@ -493,21 +642,16 @@ int Convert(int argc, char **argv) {
 
 int Control(int argc, char **argv) {
     std::vector<std::string> args;
-    for (int i = 2; i < argc; ++i) {
-        if (IsHelp(argv[i])) {
-            std::fputs(kControlUsage, stdout);
-            return 0;
-        }
-        args.push_back(argv[i]);
-    }
-    if (args.size() != 2) {
-        std::fprintf(stderr, "martini: control: expected a process id and a command\n%s", kControlUsage);
-        return 1;
-    }
+    std::string pidText, command;
+    CLI::App app(kControlDescription, "martini control");
+    Configure(app, kControlUsage);
+    app.add_option("pid", pidText, "the JVM's process id")->type_name("PID")->required();
+    app.add_option("command", command, "start or stop")->type_name("start|stop")->required();
+    if (const int code = Parse(app, argc - 1, argv + 1); code >= 0) return code;
+    args = {pidText, command};
     char *end = nullptr;
     const long pid = std::strtol(args[0].c_str(), &end, 10);
     if (args[0].empty() || *end != '\0' || pid <= 0) return Fail("control: '" + args[0] + "' is not a process id");
-    const std::string &command = args[1];
     if (command != "start" && command != "stop") return Fail("control: unknown command '" + command + "' (start, stop)");
     // The agent's FIFO (providers/jvmti/src/control.cpp).
     const std::string path = "/tmp/martini-" + std::to_string(pid) + ".ctl";
@@ -564,14 +708,19 @@ int main(int argc, char **argv) {
         return 1;
     }
     const std::string command = argv[1];
-    if (IsHelp(command) || command == "help") {
+    if (command == "-h" || command == "--help" || command == "help") {
         std::fputs(kUsage, stdout);
+        return 0;
+    }
+    if (command == "--version") {
+        std::printf("martini %s\n", martini::tools::kVersion);
         return 0;
     }
     if (command == "run") return Run(argc, argv);
     if (command == "report") return Report(argc, argv);
     if (command == "convert") return Convert(argc, argv);
-    if (command == "replay") return martini::tools::ReplayMain(argc - 1, argv + 1);
+    // `martini replay` calls itself so in its help and messages.
+    if (command == "replay") return martini::tools::ReplayMain(martini::tools::ProgramName(argv[0]) + " replay", argc - 1, argv + 1);
     if (command == "control") return Control(argc, argv);
     std::fprintf(stderr, "martini: unknown command '%s'\n%s", command.c_str(), kUsage);
     return 1;

@@ -1,7 +1,7 @@
 // martini-replay (also `martini replay`): runs profiler clients over a recorded event
 // trace, without a runtime.
 //
-//   martini-replay --client NAME_OR_PATH[=OPTIONS] [--client ...] TRACE.jsonl
+//   martini-replay --client NAME_OR_PATH[=OPTIONS] [--client ...] [--output DIR] TRACE.jsonl
 //
 // Exit status: 0 when the whole trace was played; 1 for bad usage or when no client
 // could be loaded; 2 when the trace has a bad record (clients still get VmShutdown and
@@ -9,6 +9,7 @@
 #include "martini/core/client_spec.h"
 #include "martini/core/core.h"
 #include "martini/replay/replay_provider.h"
+#include "cli.h"
 #include "tools.h"
 
 #include <unistd.h>
@@ -24,21 +25,16 @@
 
 namespace {
 
-const char kUsage[] =
-    "usage: martini-replay --client NAME_OR_PATH[=OPTIONS] [--client ...] TRACE.jsonl\n"
-    "   or: martini replay --client NAME_OR_PATH[=OPTIONS] [--client ...] TRACE.jsonl\n"
-    "\n"
+const char kUsage[] = "usage: {0} --client NAME_OR_PATH[=OPTIONS] [--client ...] [--output DIR] TRACE.jsonl";
+
+const char kDescription[] =
     "Plays a recorded event trace (docs/replay-format.md) through the Martini core and\n"
-    "the given profiler clients, as a runtime would.\n"
-    "\n"
-    "  --client SPEC   a bundled client's name (callcount) or a client library's path,\n"
-    "                  optionally followed by =OPTIONS passed to MPICL_Instantiate;\n"
-    "                  several --client options, or one SPEC with ';' between clients\n"
-    "  --stats         print playback statistics and core diagnostics on stderr\n"
-    "  -h, --help      this text\n"
-    "\n"
+    "the given profiler clients, as a runtime would.";
+
+const char kFooter[] =
     "Bundled clients are looked up in $MARTINI_CLIENT_PATH (':'-separated), then next\n"
-    "to this program.\n";
+    "to this program. Exit status: 0 when the whole trace was played; 1 for bad usage or\n"
+    "when no client could be loaded; 2 when the trace has a bad record.";
 
 }  // namespace
 
@@ -53,58 +49,56 @@ std::string ExecutableDir() {
     return path.substr(0, path.rfind('/'));
 }
 
-int ReplayMain(int argc, char **argv) {
-    std::string clientList;  // every --client, joined in the text form
-    std::string tracePath;
+std::string ProgramName(const char *argv0) {
+    const std::string path = argv0 != nullptr && *argv0 != '\0' ? argv0 : "martini-replay";
+    return path.substr(path.rfind('/') + 1);
+}
+
+int ReplayMain(const std::string &program, int argc, char **argv) {
+    std::vector<std::string> clientOptions;  // every --client
+    std::string tracePath, outputDir;
     bool stats = false;
-    for (int i = 1; i < argc; ++i) {
-        const std::string arg = argv[i];
-        if (arg == "-h" || arg == "--help") {
-            std::fputs(kUsage, stdout);
-            return 0;
-        } else if (arg == "--stats") {
-            stats = true;
-        } else if (arg == "--client" || arg.rfind("--client=", 0) == 0) {
-            std::string value;
-            if (arg == "--client") {
-                if (i + 1 >= argc) {
-                    std::fprintf(stderr, "martini-replay: --client needs a value\n%s", kUsage);
-                    return 1;
-                }
-                value = argv[++i];
-            } else {
-                value = arg.substr(std::strlen("--client="));
-            }
-            martini::core::ClientConfig check;
-            if (const std::string err = martini::core::ReadClientConfig(value, check); !err.empty()) {
-                std::fprintf(stderr, "martini-replay: %s\n", err.c_str());
-                return 1;
-            }
-            if (!clientList.empty() && ((!value.empty() && value[0] == '@') || clientList[0] == '@')) {
-                std::fprintf(stderr, "martini-replay: a --client @FILE.json names every client; it cannot be "
-                                     "combined with other --client options\n");
-                return 1;
-            }
-            clientList += (clientList.empty() ? "" : ";") + value;
-        } else if (!arg.empty() && arg[0] == '-') {
-            std::fprintf(stderr, "martini-replay: unknown option '%s'\n%s", arg.c_str(), kUsage);
-            return 1;
-        } else if (tracePath.empty()) {
-            tracePath = arg;
-        } else {
-            std::fprintf(stderr, "martini-replay: only one trace file may be given ('%s' and '%s')\n",
-                         tracePath.c_str(), arg.c_str());
+    CLI::App app(kDescription, program);
+    std::string usage = kUsage;
+    usage.replace(usage.find("{0}"), 3, program);
+    Configure(app, usage, kFooter);
+    app.add_option("--client", clientOptions,
+                   "a bundled client's name (callcount, cgprof, ...) or a client library's path,\n"
+                   "optionally followed by =OPTIONS passed to MPICL_Instantiate; several\n"
+                   "--client options, or one SPEC with ';' between clients")
+        ->type_name("SPEC")
+        ->allow_extra_args(false);
+    app.add_option("--output", outputDir,
+                   "where clients write their files (EcSetOutputDirectory, as `martini run\n"
+                   "--output` gives it to a runtime's clients)")
+        ->type_name("DIR");
+    app.add_flag("--stats", stats, "print playback statistics and core diagnostics on stderr");
+    app.add_option("trace", tracePath, "the trace (JSON lines)")->type_name("TRACE.jsonl");
+    if (const int code = Parse(app, argc, argv); code >= 0) return code;
+    const char *name = program.c_str();
+
+    std::string clientList;  // every --client, joined in the text form
+    for (const std::string &value : clientOptions) {
+        martini::core::ClientConfig check;
+        if (const std::string err = martini::core::ReadClientConfig(value, check); !err.empty()) {
+            std::fprintf(stderr, "%s: %s\n", name, err.c_str());
             return 1;
         }
+        if (!clientList.empty() && ((!value.empty() && value[0] == '@') || clientList[0] == '@')) {
+            std::fprintf(stderr, "%s: a --client @FILE.json names every client; it cannot be "
+                                 "combined with other --client options\n", name);
+            return 1;
+        }
+        clientList += (clientList.empty() ? "" : ";") + value;
     }
     if (tracePath.empty() || clientList.empty()) {
-        std::fprintf(stderr, "martini-replay: %s\n%s",
-                     tracePath.empty() ? "no trace file given" : "no --client given", kUsage);
+        std::fprintf(stderr, "%s: %s\nRun '%s --help' for more information.\n", name,
+                     tracePath.empty() ? "no trace file given" : "no --client given", name);
         return 1;
     }
     std::ifstream trace(tracePath);
     if (!trace) {
-        std::fprintf(stderr, "martini-replay: cannot open trace '%s': %s\n", tracePath.c_str(),
+        std::fprintf(stderr, "%s: cannot open trace '%s': %s\n", name, tracePath.c_str(),
                      std::strerror(errno));
         return 1;
     }
@@ -114,34 +108,44 @@ int ReplayMain(int argc, char **argv) {
     const martini::core::ClientsLoaded clients =
         martini::core::LoadClients(core, clientList, martini::tools::ExecutableDir());
     if (!clients.error.empty()) {
-        std::fprintf(stderr, "martini-replay: %s\n", clients.error.c_str());
+        std::fprintf(stderr, "%s: %s\n", name, clients.error.c_str());
         return 1;
     }
     if (clients.loaded == 0) {
-        std::fprintf(stderr, "martini-replay: no client could be loaded; nothing to do\n");
+        std::fprintf(stderr, "%s: no client could be loaded; nothing to do\n", name);
         return 1;
     }
     core.FinishInit();
+    // --output, else the configuration file's "output": the clients' output directory,
+    // as a runtime's provider announces it.
+    if (outputDir.empty()) outputDir = clients.outputDirectory;
+    using namespace Martini::MPI;
+    if (!outputDir.empty() && core.HasObservers(EV_EC_SET_OUTPUT_DIRECTORY)) {
+        SEcSetOutputDirectoryEventData out;
+        out.validData = core.RequestedData(EV_EC_SET_OUTPUT_DIRECTORY) & DR_COMMAND;
+        out.szDirectoryName = outputDir.c_str();
+        core.Raise<IEcSetOutputDirectoryEventObserver>(out);
+    }
     const std::string error = provider.Play(core, trace, tracePath);
     const auto &s = provider.GetStats();
     const auto d = core.GetDiagnostics();
     if (stats) {
         std::fprintf(stderr,
-                     "martini-replay: %llu records, %llu events raised, %llu methods "
+                     "%s: %llu records, %llu events raised, %llu methods "
                      "(%llu not instrumented: no client wants them; %llu calls skipped)\n"
-                     "martini-replay: core: %llu filter calls, %llu re-entrant events "
+                     "%s: core: %llu filter calls, %llu re-entrant events "
                      "suppressed, %llu handler failures, %llu filter failures\n",
-                     (unsigned long long)s.records, (unsigned long long)s.eventsRaised,
+                     name, (unsigned long long)s.records, (unsigned long long)s.eventsRaised,
                      (unsigned long long)s.methods, (unsigned long long)s.methodsNotInstrumented,
-                     (unsigned long long)s.callsNotInstrumented, (unsigned long long)d.filterCalls,
+                     (unsigned long long)s.callsNotInstrumented, name, (unsigned long long)d.filterCalls,
                      (unsigned long long)d.reentrantEventsSuppressed,
                      (unsigned long long)d.handlerFailures, (unsigned long long)d.filterFailures);
     } else if (d.handlerFailures != 0) {
-        std::fprintf(stderr, "martini-replay: %llu handler failures were contained (see above)\n",
-                     (unsigned long long)d.handlerFailures);
+        std::fprintf(stderr, "%s: %llu handler failures were contained (see above)\n",
+                     name, (unsigned long long)d.handlerFailures);
     }
     if (!error.empty()) {
-        std::fprintf(stderr, "martini-replay: bad trace record, playback stopped: %s\n", error.c_str());
+        std::fprintf(stderr, "%s: bad trace record, playback stopped: %s\n", name, error.c_str());
         return 2;
     }
     return 0;

@@ -8,7 +8,10 @@ namespace martini::tools {
 
 // The directory of the running executable.
 std::string ExecutableDir();
-// martini-replay's main (also `martini replay`): argv[0] is the program name.
-int ReplayMain(int argc, char **argv);
+// The base name of argv[0] ("martini" for "build/tools/martini").
+std::string ProgramName(const char *argv0);
+// martini-replay's main (also `martini replay`): `program` is what it calls itself in
+// help and messages ("martini-replay", "martini replay"); argv[0] is skipped.
+int ReplayMain(const std::string &program, int argc, char **argv);
 
 }  // namespace martini::tools

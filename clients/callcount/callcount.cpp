@@ -3,13 +3,15 @@
 // runtime with a provider (and under martini-replay).
 //
 // Options (comma-separated key=value): top=N (rows, default 20), out=FILE (write the
-// table there instead of stderr), include=PREFIX (only classes whose name starts with
+// table there instead of stderr; %p: the process id, %t: the start time), include=PREFIX (only classes whose name starts with
 // PREFIX, e.g. include=com.acme.; repeatable), time (also inclusive wall time per
 // method, from DR_CPU_TIMESTAMP at enter and leave). An unknown key or a bad value
 // refuses to start.
 #include <MpiAPI.h>
 
+#include "martini/clients/expand.h"
 #include "martini/clients/names.h"
+#include "martini/clients/output_file.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -144,34 +146,36 @@ public:
             calls += c.calls;
             exits += c.exceptionExits;
         }
-        FILE *out = stderr;
-        if (!g_outPath.empty()) {
-            out = std::fopen(g_outPath.c_str(), "w");
-            if (out == nullptr) {
-                std::fprintf(stderr, "callcount: cannot write '%s': %s; printing here instead\n",
-                             g_outPath.c_str(), std::strerror(errno));
-                out = stderr;
-            }
-        }
-        std::fprintf(out, "callcount: %llu calls to %zu methods on %zu threads (%llu exceptional exits)\n",
-                     (unsigned long long)calls, rows.size(), threads, (unsigned long long)exits);
-        if (g_time) {
-            std::fprintf(out, "%12s %8s %12s  %s\n", "calls", "exc.exit", "incl.ms", "method");
-        } else {
-            std::fprintf(out, "%12s %8s  %s\n", "calls", "exc.exit", "method");
-        }
-        for (std::size_t i = 0; i < rows.size() && i < g_top; ++i) {
+        auto print = [&](FILE *out) {
+            std::fprintf(out, "callcount: %llu calls to %zu methods on %zu threads (%llu exceptional exits)\n",
+                         (unsigned long long)calls, rows.size(), threads, (unsigned long long)exits);
             if (g_time) {
-                std::fprintf(out, "%12llu %8llu %12.3f  %s\n", (unsigned long long)rows[i].second.calls,
-                             (unsigned long long)rows[i].second.exceptionExits,
-                             double(rows[i].second.inclusiveNs) / 1e6, MethodName(rows[i].first).c_str());
+                std::fprintf(out, "%12s %8s %12s  %s\n", "calls", "exc.exit", "incl.ms", "method");
             } else {
-                std::fprintf(out, "%12llu %8llu  %s\n", (unsigned long long)rows[i].second.calls,
-                             (unsigned long long)rows[i].second.exceptionExits, MethodName(rows[i].first).c_str());
+                std::fprintf(out, "%12s %8s  %s\n", "calls", "exc.exit", "method");
             }
+            for (std::size_t i = 0; i < rows.size() && i < g_top; ++i) {
+                if (g_time) {
+                    std::fprintf(out, "%12llu %8llu %12.3f  %s\n", (unsigned long long)rows[i].second.calls,
+                                 (unsigned long long)rows[i].second.exceptionExits,
+                                 double(rows[i].second.inclusiveNs) / 1e6, MethodName(rows[i].first).c_str());
+                } else {
+                    std::fprintf(out, "%12llu %8llu  %s\n", (unsigned long long)rows[i].second.calls,
+                                 (unsigned long long)rows[i].second.exceptionExits, MethodName(rows[i].first).c_str());
+                }
+            }
+            if (rows.size() > g_top) std::fprintf(out, "%12s %8s  (%zu more methods)\n", "", "", rows.size() - g_top);
+        };
+        if (g_outPath.empty()) {
+            print(stderr);
+            return;
         }
-        if (rows.size() > g_top) std::fprintf(out, "%12s %8s  (%zu more methods)\n", "", "", rows.size() - g_top);
-        if (out != stderr) std::fclose(out);
+        // out=FILE: complete or not there at all (a full disk is named, not a 0-byte file).
+        const std::string path = martini::clients::ExpandOutputName(g_outPath);
+        if (std::string e = martini::clients::WriteFileAtomically(path, std::function<void(FILE *)>(print)); !e.empty()) {
+            std::fprintf(stderr, "callcount: %s; printing here instead\n", e.c_str());
+            print(stderr);
+        }
     }
 };
 

@@ -20,13 +20,17 @@
 //                  a method's module (GetMethodInfo) is its class's (GetClassInfo)
 //                  and was announced by ModuleLoad
 //
-// Options (comma-separated): report=FILE writes the verdict there as JSON lines
+// Options (comma-separated): report=FILE (%p: the process id, %t: the start time)
+// writes the verdict there as JSON lines
 // (one per violation, then a summary); max=N stops recording details after N
 // violations (default 50). The report also lists the modules seen, one line each
 // ({"module":ID,"name":"...","classes":N,"methods":M}: N classes by ClassLoad, M of
 // the methods seen in events by GetMethodInfo). The verdict line on stderr:
 //   conformance: PASS (N events checked)   or   conformance: FAIL (M violations ...)
 #include <MpiAPI.h>
+
+#include "martini/clients/expand.h"
+#include "martini/clients/output_file.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -87,23 +91,8 @@ public:
                 // (daemon threads, main calling System.exit): not a violation.
             }
         }
-        FILE *out = nullptr;
-        if (!report_.empty()) {
-            out = std::fopen(report_.c_str(), "w");
-            if (out == nullptr) {
-                std::fprintf(stderr, "conformance: cannot write '%s': %s\n", report_.c_str(), std::strerror(errno));
-            }
-        }
         for (const auto &[rule, what] : details_) {
             std::fprintf(stderr, "conformance: violation [%s] %s\n", rule.c_str(), what.c_str());
-            if (out) std::fprintf(out, "{\"rule\":\"%s\",\"detail\":\"%s\"}\n", rule.c_str(), Escape(what).c_str());
-        }
-        if (out) {
-            for (const auto &[id, m] : modules) {
-                std::fprintf(out, "{\"module\":%llu,\"name\":\"%s\",\"classes\":%llu,\"methods\":%llu}\n",
-                             (unsigned long long)id, Escape(m.name).c_str(), (unsigned long long)m.classes,
-                             (unsigned long long)m.methods);
-            }
         }
         if (violations_ == 0) {
             std::fprintf(stderr, "conformance: PASS (%llu events checked)\n", (unsigned long long)events_);
@@ -111,12 +100,21 @@ public:
             std::fprintf(stderr, "conformance: FAIL (%llu violations in %llu events)\n",
                          (unsigned long long)violations_, (unsigned long long)events_);
         }
-        if (out) {
-            std::fprintf(out, "{\"verdict\":\"%s\",\"events\":%llu,\"violations\":%llu}\n",
-                         violations_ == 0 ? "pass" : "fail", (unsigned long long)events_,
-                         (unsigned long long)violations_);
-            std::fclose(out);
-        }
+        if (report_.empty()) return;
+        // Complete or not there at all: a full disk is named, not left as a short report.
+        const std::string path = martini::clients::ExpandOutputName(report_);
+        const std::string error = martini::clients::WriteFileAtomically(path, [&](std::ostream &out) {
+            for (const auto &[rule, what] : details_) {
+                out << "{\"rule\":\"" << rule << "\",\"detail\":\"" << Escape(what) << "\"}\n";
+            }
+            for (const auto &[id, m] : modules) {
+                out << "{\"module\":" << id << ",\"name\":\"" << Escape(m.name) << "\",\"classes\":" << m.classes
+                    << ",\"methods\":" << m.methods << "}\n";
+            }
+            out << "{\"verdict\":\"" << (violations_ == 0 ? "pass" : "fail") << "\",\"events\":" << events_
+                << ",\"violations\":" << violations_ << "}\n";
+        });
+        if (!error.empty()) std::fprintf(stderr, "conformance: %s; no report was left\n", error.c_str());
     }
 
 private:

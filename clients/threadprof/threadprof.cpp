@@ -439,12 +439,10 @@ void ThreadProfiler::Finish() {
         j["threads"] = std::move(threads);
         j["monitors"] = std::move(monitors);
         j["interactions"] = interactions_;
-        const std::string path = (dir.back() == '/' ? dir : dir + "/") + o_.out.name + ".threads.json";
-        std::ofstream f(path, std::ios::trunc);
-        f << j.dump(1) << '\n';
-        f.flush();
-        if (f) std::fprintf(stderr, "threadprof: wrote %s\n", path.c_str());
-        else std::fprintf(stderr, "threadprof: cannot write '%s': %s\n", path.c_str(), std::strerror(errno));
+        const std::string path = (dir.back() == '/' ? dir : dir + "/") + martini::clients::ExpandOutputName(o_.out.name) + ".threads.json";
+        const std::string error = martini::clients::WriteFileAtomically(path, [&](std::ostream &f) { f << j.dump(1) << '\n'; });
+        if (error.empty()) std::fprintf(stderr, "threadprof: wrote %s\n", path.c_str());
+        else std::fprintf(stderr, "threadprof: %s; the partial file was removed\n", error.c_str());
     }
     std::fflush(stderr);
 }

@@ -2,6 +2,7 @@
 
 #include "martini/core/core.h"
 #include "martini/core/log.h"
+#include "martini/core/status.h"
 
 #include <dlfcn.h>
 #include <sys/stat.h>
@@ -210,22 +211,36 @@ ClientsLoaded LoadClients(Core &core, std::string_view config, const std::string
     try {
         ClientConfig parsed;
         result.error = ReadClientConfig(config, parsed);
-        if (!result.error.empty()) return result;
+        if (!result.error.empty()) {
+            AppendStatusLine("error: " + result.error);
+            AppendStatusLine("loaded 0 of 0 clients");
+            return result;
+        }
         result.requested = static_cast<unsigned>(parsed.clients.size());
         result.outputDirectory = parsed.outputDirectory;
         const std::vector<std::string> dirs = ClientSearchDirs(anchorDir, searchPath);
         for (ClientSpec &spec : parsed.clients) {
             if (std::string err = ResolveClientPath(spec, dirs); !err.empty()) {
                 LogLine(err + "; the other clients are unaffected");
+                AppendStatusLine("client " + spec.name + " failed: " + err);
                 continue;
             }
-            if (core.LoadClient(spec).ok()) ++result.loaded;  // LoadClient names a failure itself
+            const Core::LoadResult loaded = core.LoadClient(spec);  // names a failure itself
+            if (loaded.ok()) {
+                ++result.loaded;
+            } else {
+                AppendStatusLine("client " + spec.name + " failed: " + loaded.error);
+            }
         }
     } catch (const std::exception &e) {
         result.error = std::string("loading clients: ") + e.what();
+        AppendStatusLine("error: " + result.error);
     } catch (...) {
         result.error = "loading clients failed";
+        AppendStatusLine("error: " + result.error);
     }
+    AppendStatusLine("loaded " + std::to_string(result.loaded) + " of " + std::to_string(result.requested) +
+                     " clients");
     return result;
 }
 

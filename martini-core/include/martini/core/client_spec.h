@@ -73,7 +73,9 @@ struct ClientsLoaded {
 // The one way clients are loaded: reads `config` (text or "@file.json"), resolves each
 // client from `anchorDir` (ClientSearchDirs) and loads it into `core`. A client that
 // cannot be found or loaded is reported on stderr by name, with its cause, and the
-// others still load. Call during INIT, before Core::FinishInit. Never throws.
+// others still load. When $MARTINI_STATUS_FILE is set (`martini run` sets it), appends
+// "loaded N of M clients" and, per failed client, "client NAME failed: CAUSE" there
+// (martini/core/status.h). Call during INIT, before Core::FinishInit. Never throws.
 ClientsLoaded LoadClients(Core &core, std::string_view config, const std::string &anchorDir,
                           const char *searchPath = nullptr) noexcept;
 

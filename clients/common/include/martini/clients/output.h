@@ -6,9 +6,13 @@
 
 #include <MpiAPI.h>
 
+#include "martini/clients/expand.h"
+#include "martini/clients/output_file.h"
 #include "martini/report/profile.h"
 
 #include <cstdint>
+#include <filesystem>
+#include <system_error>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -35,7 +39,8 @@ struct OutputOptions {
 
     static constexpr const char *kUsage =
         "  top=N             rows of the table printed at exit (default 20, 0: none)\n"
-        "  out=DIR           write the files there (also set by `martini run --output`)\n"
+        "  out=DIR           write the files there (also set by `martini run --output`);\n"
+        "                    %p: the process id, %t: the start time (YYYYmmdd-HHMMSS)\n"
         "  formats=LIST      json+collapsed+chrome+pprof+html (default: all; none)\n";
 
     // Takes top=, out=, formats=, name=. Returns false when `key` is none of them;
@@ -69,7 +74,7 @@ public:
     }
     std::string Resolve(const OutputOptions &o) {
         std::lock_guard lock(mutex_);
-        return o.outDir.empty() ? fromEvent_ : o.outDir;
+        return ExpandOutputName(o.outDir.empty() ? fromEvent_ : o.outDir);
     }
 
 private:
@@ -89,14 +94,48 @@ private:
     OutputDirectory &d_;
 };
 
-// Writes the requested files when a directory is known; reports each on stderr.
-inline void WriteOutputs(const report::Profile &p, const OutputOptions &o, const std::string &dir) {
-    if (dir.empty() || o.formats == 0) return;
-    std::vector<std::string> written, errors, notes;
-    report::WriteFiles(p, dir, o.name, o.formats, written, errors, &notes);
-    for (const auto &path : written) std::fprintf(stderr, "%s: wrote %s\n", p.tool.c_str(), path.c_str());
-    for (const auto &e : errors) std::fprintf(stderr, "%s: %s\n", p.tool.c_str(), e.c_str());
-    for (const auto &n : notes) std::fprintf(stderr, "%s: %s\n", p.tool.c_str(), n.c_str());
+// Writes the requested files when a directory is known, each complete or not at all
+// (WriteFileAtomically); reports each on stderr and in the run status. Returns false
+// when some file could not be written.
+inline bool WriteOutputs(const report::Profile &p, const OutputOptions &o, const std::string &dir) {
+    if (dir.empty() || o.formats == 0) return true;
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) {
+        const std::string cause = "cannot create the output directory '" + dir + "': " + ec.message();
+        std::fprintf(stderr, "%s: %s\n", p.tool.c_str(), cause.c_str());
+        AppendStatusLine("failed " + detail::AbsolutePath(dir) + ": " + cause);
+        return false;
+    }
+    const std::string prefix = dir.back() == '/' ? dir : dir + "/";
+    bool ok = true;
+    std::string note;  // what the collapsed stacks folded or cut, for the terminal
+    for (report::Format f : {report::kJson, report::kCollapsed, report::kChrome, report::kPprof, report::kHtml}) {
+        if (!(o.formats & f)) continue;
+        const std::string path = prefix + report::FileName(ExpandOutputName(o.name), f);
+        std::string error;
+        if (f == report::kPprof) {
+            error = WriteFileAtomicallyTo(path, [&](const std::string &tmp) { return report::WritePprof(p, tmp); });
+        } else {
+            error = WriteFileAtomically(path, [&](std::ostream &out) {
+                switch (f) {
+                    case report::kJson: report::WriteJson(p, out); break;
+                    case report::kCollapsed: note = report::WriteCollapsed(p, out, p.defaultMetric).Note(); break;
+                    case report::kChrome: report::WriteChromeTrace(p, out); break;
+                    case report::kHtml: report::WriteHtml(p, out); break;
+                    default: break;
+                }
+            });
+        }
+        if (error.empty()) {
+            std::fprintf(stderr, "%s: wrote %s\n", p.tool.c_str(), path.c_str());
+        } else {
+            std::fprintf(stderr, "%s: %s; the partial file was removed\n", p.tool.c_str(), error.c_str());
+            ok = false;
+        }
+    }
+    if (!note.empty()) std::fprintf(stderr, "%s: %s\n", p.tool.c_str(), note.c_str());
+    return ok;
 }
 
 }  // namespace martini::clients

@@ -1,0 +1,237 @@
+#!/usr/bin/env python3
+"""Failing the way users expect: outputs on a full disk (an LD_PRELOAD shim makes
+write(2) fail with ENOSPC after N bytes) are complete or absent and named, never left
+truncated; `martini run` checks its output directory before the program starts and,
+through the run status handshake ($MARTINI_STATUS_FILE), says last and with a non-zero
+exit when the profile asked for was not produced; %p/%t in output names; the command
+lines (--version, help listing every bundled client, `martini replay --output`,
+program arguments passed through untouched).
+
+usage: run_failures_test.py BUILD_DIR SOURCE_ROOT ENOSPC_SHIM MARTINI_LUA_OR_EMPTY
+"""
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from testlib import Checks  # noqa: E402
+
+build, source, shim, martini_lua = sys.argv[1:5]
+martini = os.path.join(build, "tools", "martini")
+replay = os.path.join(build, "tools", "martini-replay")
+env = dict(os.environ, MARTINI_CLIENT_PATH=os.path.join(build, "clients"))
+env.pop("MARTINI_STATUS_FILE", None)
+trace = os.path.join(source, "examples", "traces", "shop.jsonl")
+heap_trace = os.path.join(source, "tests", "profilers", "heap_threads.jsonl")
+work = tempfile.mkdtemp(prefix="martini-failures-")
+os.chmod(work, 0o755)
+check = Checks()
+# Under AddressSanitizer (scripts/test.sh's second build) the preloaded shim and the
+# unprivileged user are left out: ASan wants its runtime first in the process, and
+# LeakSanitizer cannot inspect a process that changed its user.
+sanitized = "libasan" in subprocess.run(["ldd", replay], capture_output=True, text=True).stdout
+if sanitized:
+    print("sanitizer build: the full-disk (preloaded shim) and unprivileged-user cases are left out")
+
+
+def run(args, expect=0, extra_env=None, **kwargs):
+    e = dict(env, **(extra_env or {}))
+    r = subprocess.run(args, capture_output=True, text=True, env=e, **kwargs)
+    if expect is not None and r.returncode != expect:
+        print(f"command {args} exited {r.returncode} (expected {expect})\n{r.stdout}{r.stderr}")
+    return r
+
+
+def full_disk(match, budget=300):
+    """The environment of a process whose files under `match` fill the disk after `budget` bytes."""
+    return {"LD_PRELOAD": shim, "ENOSPC_SHIM_MATCH": match, "ENOSPC_SHIM_BYTES": str(budget),
+            "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"}
+
+
+def files_in(d):
+    return sorted(os.listdir(d)) if os.path.isdir(d) else []
+
+
+if not sanitized:
+    # -- the shim itself fills the disk ------------------------------------------------------
+    probe_dir = os.path.join(work, "probe")
+    os.makedirs(probe_dir)
+    r = run([sys.executable, "-c", f"open('{probe_dir}/f', 'wb', buffering=0).write(b'x' * 1000)\n"
+             f"open('{probe_dir}/g', 'wb', buffering=0).write(b'x')"], expect=None, extra_env=full_disk(probe_dir, 100))
+    check("shim: a write past the budget fails with ENOSPC",
+          r.returncode != 0 and os.path.getsize(os.path.join(probe_dir, "f")) == 100
+          and "No space left on device" in r.stderr, r.stderr)
+
+    # -- a full disk: each client's outputs are complete or absent, and named ------------------
+    # callcount out=FILE: before, a 0-byte file and no message.
+    d = os.path.join(work, "callcount-full")
+    os.makedirs(d)
+    target = os.path.join(d, "calls.txt")
+    r = run([replay, "--client", f"callcount=out={target}", trace], extra_env=full_disk(d))
+    check("callcount out= on a full disk: named with the cause",
+          f"cannot write '{target}': No space left on device" in r.stderr, r.stderr)
+    check("callcount out= on a full disk: no file, no temporary left", files_in(d) == [], files_in(d))
+    check("callcount out= on a full disk: the table printed on stderr instead", "calls to" in r.stderr, r.stderr)
+
+    # cgprof: before, truncated files were left behind.
+    d = os.path.join(work, "cgprof-full")
+    r = run([replay, "--client", f"cgprof=top=0,out={d}", trace], extra_env=full_disk(d, 2000))
+    check("cgprof on a full disk: each failed file named", r.stderr.count("No space left on device") >= 4
+          and "partial file was removed" in r.stderr, r.stderr)
+    left = files_in(d)
+    check("cgprof on a full disk: no truncated or temporary file left",
+          all(not f.endswith(".tmp") for f in left) and len(left) <= 1, left)
+    for f in left:  # what is there is complete
+        if f.endswith(".json"):
+            try:
+                json.load(open(os.path.join(d, f)))
+                check(f"cgprof on a full disk: {f} that was written is complete", True)
+            except ValueError as e:
+                check(f"cgprof on a full disk: {f} that was written is complete", False, str(e))
+
+    # heapprof
+    d = os.path.join(work, "heapprof-full")
+    r = run([replay, "--client", f"heapprof=exact,top=0,out={d}", heap_trace], extra_env=full_disk(d, 500))
+    check("heapprof on a full disk: named", "No space left on device" in r.stderr and "heapprof:" in r.stderr, r.stderr)
+    check("heapprof on a full disk: no truncated or temporary file left (pprof's stdio included)", files_in(d) == [],
+          files_in(d))
+
+    # conformance report=FILE: before, a 0-byte report and no message.
+    d = os.path.join(work, "conformance-full")
+    os.makedirs(d)
+    target = os.path.join(d, "report.jsonl")
+    r = run([replay, "--client", f"conformance=report={target}", trace], extra_env=full_disk(d, 10))
+    check("conformance report on a full disk: named", f"cannot write '{target}': No space left on device" in r.stderr,
+          r.stderr)
+    check("conformance report on a full disk: no report, no temporary", files_in(d) == [], files_in(d))
+    # and with room, the report is whole
+    r = run([replay, "--client", f"conformance=report={target}", trace])
+    check("conformance report with room: complete", open(target).read().rstrip().endswith("}")
+          and '"verdict":"pass"' in open(target).read(), r.stderr)
+
+    # threadprof's detailed JSON
+    d = os.path.join(work, "threadprof-full")
+    r = run([replay, "--client", f"threadprof=top=0,out={d}", heap_trace], extra_env=full_disk(d, 100))
+    check("threadprof on a full disk: named, nothing truncated", "No space left on device" in r.stderr
+          and files_in(d) == [], r.stderr + str(files_in(d)))
+
+# -- %p and %t in clients' output names ------------------------------------------------
+p = subprocess.Popen([replay, "--client", f"callcount=out={work}/calls-%p-%t.txt", trace], env=env,
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+out, err = p.communicate()
+names = [f for f in files_in(work) if f.startswith("calls-")]
+check("callcount out=calls-%p-%t.txt: the pid and the start time",
+      len(names) == 1 and re.fullmatch(rf"calls-{p.pid}-\d{{8}}-\d{{6}}\.txt", names[0]), f"{names}\n{err}")
+p = subprocess.Popen([replay, "--client", f"cgprof=top=0,formats=json,out={work}/cg-%p", trace], env=env,
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+out, err = p.communicate()
+check("cgprof out=DIR-%p: the pid", os.path.exists(os.path.join(work, f"cg-{p.pid}", "cgprof.json")), err)
+
+# -- martini replay: --output, its own name, --version -------------------------------
+d = os.path.join(work, "replay-output")
+r = run([martini, "replay", "--client", "cgprof=top=0,formats=json+collapsed", "--output", d, trace])
+check("martini replay --output DIR: clients write there (EcSetOutputDirectory)",
+      files_in(d) == ["cgprof.collapsed", "cgprof.json"], r.stderr + str(files_in(d)))
+r = run([martini, "replay", "--help"])
+check("martini replay --help calls itself `martini replay`", "usage: martini replay --client" in r.stdout
+      and "martini-replay" not in r.stdout.split("\n")[0], r.stdout)
+r = run([replay, "--help"])
+check("martini-replay --help calls itself martini-replay", r.stdout.startswith("usage: martini-replay --client"),
+      r.stdout)
+r = run([martini, "replay", "--client", "cgprof"], expect=1)
+check("martini replay's errors name it", "martini replay: no trace file given" in r.stderr, r.stderr)
+r = run([martini, "replay", "--bogus", trace], expect=1)
+check("martini replay: unknown option named", "martini replay:" in r.stderr and "--bogus" in r.stderr, r.stderr)
+for cmd in [[martini], [martini, "run"], [martini, "report"], [martini, "convert"], [martini, "replay"],
+            [martini, "control"], [replay]]:
+    r = run(cmd + ["--version"])
+    check(f"{' '.join(os.path.basename(c) for c in cmd)} --version",
+          r.returncode == 0 and re.match(r"martini[- a-z]* \d+\.\d+\.\d+", r.stdout), r.stdout + r.stderr)
+for cmd in ["run", "report", "convert", "replay", "control"]:
+    r = run([martini, cmd, "--help"])
+    check(f"martini {cmd} --help: usage and options", r.returncode == 0 and r.stdout.startswith(f"usage: martini {cmd}")
+          and "--help" in r.stdout and "--version" in r.stdout, r.stdout)
+r = run([martini, "run", "--help"])
+check("martini run --help lists every bundled client",
+      all(c in r.stdout for c in ["cgprof", "heapprof", "threadprof", "callcount", "conformance"]), r.stdout)
+r = run([martini, "report", "x.json", "--top", "many"], expect=1)
+check("martini report: a bad number named", "martini report:" in r.stderr and "many" in r.stderr, r.stderr)
+
+# -- martini run (under martini-lua: no JVM needed) --------------------------------------
+if martini_lua:
+    script = os.path.join(work, "args.lua")
+    open(script, "w").write('local function f() return 1 end\nfor i = 1, 10 do f() end\n'
+                            'print("args: " .. table.concat(arg, " "))\n')
+    out = os.path.join(work, "lua-out")
+    r = run([martini, "run", "--client", "callcount", "--output", out, "--", "lua", script,
+             "--client", "x", "--help", "--", "-o"])
+    check("martini run: program arguments untouched, options and -- included",
+          r.returncode == 0 and "args: --client x --help -- -o" in r.stdout, r.stdout + r.stderr)
+
+    r = run([martini, "run", "--client", "callcount", "--output", out, "lua", script, "--x", "--", "y"])
+    check("martini run without --: the program's arguments untouched", "args: --x -- y" in r.stdout, r.stdout + r.stderr)
+    r = run([martini, "run", "--bogus", "--", "lua", script], expect=1)
+    check("martini run: an unknown option of its own named", "unknown option '--bogus'" in r.stderr
+          and "args:" not in r.stdout, r.stderr)
+
+    # The output directory is checked before the program starts.
+    not_dir = os.path.join(work, "a-file")
+    open(not_dir, "w").write("x")
+    r = run([martini, "run", "--client", "callcount", "--output", not_dir, "--", "lua", script], expect=1)
+    check("martini run: an output directory that cannot be made, before the program starts",
+          "cannot create the output directory" in r.stderr and not_dir in r.stderr and "args:" not in r.stdout,
+          r.stdout + r.stderr)
+    if not sanitized:
+        ro = os.path.join(work, "read-only")
+        os.makedirs(ro)
+        os.chmod(ro, 0o555)
+        demote = None
+        if os.geteuid() == 0:
+            def demote():
+                os.setgid(65534)
+                os.setuid(65534)
+        r = run([martini, "run", "--client", "callcount", "--output", ro, "--", "lua", script], expect=1,
+                preexec_fn=demote)
+        check("martini run: an unwritable output directory refused before the program starts, with the cause",
+              f"cannot write to the output directory '{ro}': Permission denied" in r.stderr
+              and "program was not started" in r.stderr and "args:" not in r.stdout, r.stdout + r.stderr)
+
+    # No client loaded: said last, exit status non-zero.
+    r = run([martini, "run", "--client", "cgprof=tpo=5", "--output", out, "--", "lua", script], expect=None)
+    last = r.stderr.strip().split("\n")[-1]
+    check("martini run: no client loaded is an error, said last",
+          r.returncode != 0 and "not produced" in last and "no client was loaded" in r.stderr
+          and "client cgprof failed" in r.stderr, r.stderr)
+    # One of two clients refused: the profile asked for is incomplete.
+    r = run([martini, "run", "--client", "cgprof=tpo=5", "--client", "callcount", "--output", out, "--", "lua", script],
+            expect=1)
+    check("martini run: one of two clients not loaded is an error, said last",
+          "only 1 of 2 clients" in r.stderr and "not produced" in r.stderr.strip().split("\n")[-1], r.stderr)
+
+    if not sanitized:
+        # A full disk under martini run: the failed files are not listed, the exit status says so.
+        out = os.path.join(work, "lua-full")
+        r = run([martini, "run", "--client", "cgprof=top=0", "--output", out, "--", "lua", script], expect=1,
+                extra_env=full_disk(out, 2000))
+        listed = re.findall(r"^  (\S+)\s+\d+ bytes$", r.stderr, re.M)
+        check("martini run on a full disk: exit 1, the missing files named last",
+              "not written:" in r.stderr and "No space left on device" in r.stderr
+              and "not produced" in r.stderr.strip().split("\n")[-1], r.stderr)
+        check("martini run on a full disk: only complete files listed",
+              all(os.path.exists(os.path.join(out, f)) and not f.endswith(".tmp") for f in listed)
+              and len(listed) == len(files_in(out)), f"{listed} {files_in(out)}\n{r.stderr}")
+
+    # --output with %p: the started program's pid, known after fork.
+    r = run([martini, "run", "--client", "callcount", "--output", os.path.join(work, "run-%p-%t"), "--", "lua",
+             script])
+    m = re.search(r"martini: (?:outputs in|no output files were written to) (\S*run-(\d+)-\d{8}-\d{6})", r.stderr)
+    check("martini run --output DIR-%p-%t: expanded for the program", m and os.path.isdir(m.group(1))
+          and int(m.group(2)) != os.getpid(), r.stderr)
+
+shutil.rmtree(work, ignore_errors=True)
+check.finish()
