@@ -135,15 +135,22 @@ std::string FindProgram(const std::string &name) {
     return "";
 }
 
+// The installed bindir relative to the installed libdir ("../lib/x86_64-linux-gnu"),
+// from Meson (tools/meson.build); a build without it assumes the plain layout.
+#ifndef MARTINI_BINDIR_TO_LIBDIR
+#define MARTINI_BINDIR_TO_LIBDIR "../lib"
+#endif
+
+// The JVMTI agent: installed in <libdir>/martini (the libdir Martini was configured
+// with, found from <bindir>), or in the build tree.
 std::string FindAgent(std::vector<std::string> &looked) {
     if (const char *env = std::getenv("MARTINI_JVMTI_AGENT")) {
         looked.push_back(env);
         return ::access(env, R_OK) == 0 ? env : "";
     }
     const std::string exe = ExecutableDir();
-    for (const std::string &candidate :
-         {exe + "/../providers/jvmti/libmartini-jvmti.so", exe + "/../lib/martini/libmartini-jvmti.so",
-          exe + "/../lib/x86_64-linux-gnu/martini/libmartini-jvmti.so", exe + "/../lib64/martini/libmartini-jvmti.so"}) {
+    for (const std::string &candidate : {exe + "/" MARTINI_BINDIR_TO_LIBDIR "/martini/libmartini-jvmti.so",
+                                         exe + "/../providers/jvmti/libmartini-jvmti.so"}) {
         looked.push_back(candidate);
         if (::access(candidate.c_str(), R_OK) == 0) return fs::weakly_canonical(candidate).string();
     }
