@@ -137,8 +137,12 @@ if lua_built:
     path = os.path.join(out, "cgprof.json")
     check("lua: cgprof.json written", os.path.isfile(path), log)
     check("lua: a Lua profile", os.path.isfile(path) and "inventory.lua" in open(path).read(), log)
-    r = run([os.path.join(BIN, "martini-lua"), "--help"])
-    check("lua: martini-lua starts by itself (finds libmartini-interp)", r.returncode == 0, r.stdout + r.stderr)
+    # martini-lua by itself: libmartini-interp (its RUNPATH) finds cgprof by name from <libdir>.
+    out = os.path.join(work, "lua-host-out")
+    r = run([os.path.join(BIN, "martini-lua"), "--client", "cgprof=top=3", "--output", out,
+             os.path.join(source, "examples", "lua", "inventory.lua")])
+    check("lua: installed martini-lua finds libmartini-interp and cgprof by itself", r.returncode == 0
+          and os.path.isfile(os.path.join(out, "cgprof.json")), r.stdout + r.stderr)
 else:
     print("SKIP: the Lua example (martini-lua not built)")
 
