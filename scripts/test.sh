@@ -11,6 +11,8 @@ run_suite() {  # run_suite BUILD_DIR TEST_OPTIONS [meson setup options...]
   echo "== $dir: configure and build"
   if [ ! -f "$dir/build.ninja" ]; then
     meson setup "$dir" "$@" >"$dir.setup.log" 2>&1 || { cat "$dir.setup.log"; failed=$((failed + 1)); return; }
+  else  # a build directory from an earlier run gets this run's options
+    meson configure "$dir" "$@" >"$dir.setup.log" 2>&1 || { cat "$dir.setup.log"; failed=$((failed + 1)); return; }
   fi
   ninja -C "$dir" || { failed=$((failed + 1)); return; }
   echo "== $dir: test"
@@ -38,7 +40,7 @@ PY
 # -O2 does not show), with Debian's multiarch libdir spelled out: the installed-martini
 # test installs it and runs it from there. The sanitizer build is the default
 # buildtype and installs to lib64, so the install test covers a second layout.
-run_suite build-ci "" --buildtype=release -Dwerror=true -Dlibdir=lib/x86_64-linux-gnu
+run_suite build-ci "" -Dbuildtype=release -Dwerror=true -Dlibdir=lib/x86_64-linux-gnu
 # Sanitizers: client libraries are separate DSOs with hidden visibility, so UBSan's
 # vptr check cannot see their type info; everything else UBSan checks stays on. Tests
 # that load the JVMTI agent into a JVM are left out here (suite jvm-agent): the ASan

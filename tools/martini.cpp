@@ -135,7 +135,7 @@ std::string FindProgram(const std::string &name) {
     return "";
 }
 
-// The installed bindir relative to the installed libdir ("../lib/x86_64-linux-gnu"),
+// The installed libdir relative to the installed bindir ("../lib/x86_64-linux-gnu"),
 // from Meson (tools/meson.build); a build without it assumes the plain layout.
 #ifndef MARTINI_BINDIR_TO_LIBDIR
 #define MARTINI_BINDIR_TO_LIBDIR "../lib"
