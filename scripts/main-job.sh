@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
-[ -f build/build.ninja ] || meson setup build >/dev/null
+[ -f build/build.ninja ] || meson setup build -Dwerror=true >/dev/null
 ninja -C build >/dev/null
 set -x
 build/tools/martini run --client cgprof --output martini-out -- \

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """A client that crashes in a handler ends the JVM (in-process clients cannot be isolated
 from a crash); `martini run` then names the client whose code was on the crashing
-thread, from the JVM's fatal error log, and exits non-zero. Both a null dereference and
-abort() in the client are named.
+thread, from the JVM's fatal error log, and exits non-zero. (abort() in a client writes
+no error log: the JVM does not catch SIGABRT; martini then gives the exit status alone.)
 
 usage: crash_java_test.py MARTINI_BUILD_DIR SHOP_CLASSES CRASHING_CLIENT
 """
@@ -19,7 +19,7 @@ build, classes, crashing = (os.path.abspath(a) for a in sys.argv[1:4])
 martini = os.path.join(build, "tools", "martini")
 check = Checks()
 
-for how in ("after=500", "after=500,abort"):
+for how in ("after=500",):
     work = tempfile.mkdtemp(prefix="crash-test-")
     r = subprocess.run([martini, "run", "--client", "callcount=out=/dev/null", "--client", f"{crashing}={how}",
                         "--output", os.path.join(work, "out"), "--", "java", "-XX:-CreateCoredumpOnCrash",

@@ -16,6 +16,7 @@
 #include "martini/core/status.h"
 #include "martini/report/profile.h"
 #include "cli.h"
+#include "crash_report.h"
 #include "tools.h"
 
 #include <fcntl.h>
@@ -125,15 +126,22 @@ std::string FindProgram(const std::string &name) {
     return "";
 }
 
+// The installed libdir relative to the installed bindir ("../lib/x86_64-linux-gnu"),
+// from Meson (tools/meson.build); a build without it assumes the plain layout.
+#ifndef MARTINI_BINDIR_TO_LIBDIR
+#define MARTINI_BINDIR_TO_LIBDIR "../lib"
+#endif
+
+// The JVMTI agent: installed in <libdir>/martini (the libdir Martini was configured
+// with, found from <bindir>), or in the build tree.
 std::string FindAgent(std::vector<std::string> &looked) {
     if (const char *env = std::getenv("MARTINI_JVMTI_AGENT")) {
         looked.push_back(env);
         return ::access(env, R_OK) == 0 ? env : "";
     }
     const std::string exe = ExecutableDir();
-    for (const std::string &candidate :
-         {exe + "/../providers/jvmti/libmartini-jvmti.so", exe + "/../lib/martini/libmartini-jvmti.so",
-          exe + "/../lib/x86_64-linux-gnu/martini/libmartini-jvmti.so", exe + "/../lib64/martini/libmartini-jvmti.so"}) {
+    for (const std::string &candidate : {exe + "/" MARTINI_BINDIR_TO_LIBDIR "/martini/libmartini-jvmti.so",
+                                         exe + "/../providers/jvmti/libmartini-jvmti.so"}) {
         looked.push_back(candidate);
         if (::access(candidate.c_str(), R_OK) == 0) return fs::weakly_canonical(candidate).string();
     }
@@ -401,6 +409,18 @@ int Launch(const std::string &shownProgram, const std::vector<martini::core::Cli
                               " clients were loaded: their profile is incomplete");
         }
         for (const auto &[path, cause] : st.failed) missing.push_back("not written: " + path + ": " + cause);
+    }
+    if (!lua && code != 0) {
+        // A JVM that crashed wrote its fatal error log in its working directory (ours).
+        const std::string log = martini::tools::FindJvmErrorLog(child, fs::current_path(ec).string());
+        std::vector<std::string> names, paths;
+        for (const auto &spec : specs) {
+            names.push_back(spec.name);
+            paths.push_back(spec.path);
+        }
+        if (std::string crash = martini::tools::NameCrashingClient(log, names, paths); !log.empty() && !crash.empty()) {
+            missing.push_back(std::move(crash));
+        }
     }
     if (missing.empty()) return code;
     for (const auto &m : missing) std::fprintf(stderr, "martini: %s\n", m.c_str());

@@ -73,7 +73,12 @@ struct Enter : IMethodEnterEventObserver {
         info.stackTrace.uiSize = 64;
         if (gMpi->GetThreadInfo(gId, d.threadId, DR_VM_CALL_STACK, &info) == MRTE_RESULT_OK) {
             std::string s = "stack " + N(d.threadId) + " ";
-            for (unsigned i = 0; i < info.stackTrace.uiActualSize && i < 64; ++i) s += (i ? "," : "") + N(frames[i].methodId);
+            // Appended piece by piece: `(i ? "," : "") + N(...)` makes g++ 12 at -O3 report a
+            // false -Wrestrict overlap (GCC bug 105651), which breaks -Dwerror=true release builds.
+            for (unsigned i = 0; i < info.stackTrace.uiActualSize && i < 64; ++i) {
+                if (i != 0) s += ',';
+                s += N(frames[i].methodId);
+            }
             Line(s);
         }
     }
