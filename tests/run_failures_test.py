@@ -80,7 +80,7 @@ if not sanitized:
 
     # cgprof: before, truncated files were left behind.
     d = os.path.join(work, "cgprof-full")
-    r = run([replay, "--client", f"cgprof=top=0,out={d}", trace], extra_env=full_disk(d, 2000))
+    r = run([replay, "--client", f"cgprof=top=0,formats=all,out={d}", trace], extra_env=full_disk(d, 2000))
     check("cgprof on a full disk: each failed file named", r.stderr.count("No space left on device") >= 4
           and "partial file was removed" in r.stderr, r.stderr)
     left = files_in(d)
