@@ -72,11 +72,14 @@ const char kRunDescription[] =
     "of the interpreter C ABI). Everything after the program's name is the program's.";
 
 const char kRunFooter[] =
-    "The agent is looked up in $MARTINI_JVMTI_AGENT, then next to this program; clients\n"
-    "in $MARTINI_CLIENT_PATH, then next to this program. The output directory is created\n"
-    "and checked to be writable before the program starts. The exit status is the\n"
-    "program's; when it is 0 but the profile asked for was not produced (no client\n"
-    "loaded, an output file not written), martini says so last and exits with 1.";
+    "The agent is looked up in $MARTINI_JVMTI_AGENT, then in the installation\n"
+    "(<libdir>/martini) and the build tree; clients in $MARTINI_CLIENT_PATH, then in\n"
+    "<libdir>/martini/clients and the build tree (docs/configuration.md). The output\n"
+    "directory is created and checked to be writable before the program starts. The\n"
+    "exit status is the program's; when it is 0 but the profile asked for was not\n"
+    "produced (no client loaded, an output file not written), martini says so last and\n"
+    "exits with 1. A signal that ends martini is passed on to the program, which is\n"
+    "waited for so the clients write their files.";
 
 const char kReportUsage[] = "usage: martini report PROFILE.json [--top N] [--thread ID|NAME] [--metric NAME]";
 const char kReportDescription[] =

@@ -32,8 +32,9 @@ const char kDescription[] =
     "the given profiler clients, as a runtime would.";
 
 const char kFooter[] =
-    "Bundled clients are looked up in $MARTINI_CLIENT_PATH (':'-separated), then next\n"
-    "to this program. Exit status: 0 when the whole trace was played; 1 for bad usage or\n"
+    "Bundled clients are looked up in $MARTINI_CLIENT_PATH (':'-separated), then in\n"
+    "<libdir>/martini/clients and the build tree (docs/configuration.md). Exit status: 0\n"
+    "when the whole trace was played; 1 for bad usage or\n"
     "when no client could be loaded; 2 when the trace has a bad record.";
 
 }  // namespace
