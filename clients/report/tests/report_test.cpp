@@ -165,7 +165,11 @@ report::Profile CountsProfile(std::size_t frames) {
     report::Profile p;
     p.tool = "cgprof";
     p.metrics = {{"calls", "count"}};
-    for (std::size_t i = 0; i < frames; ++i) p.frames.push_back(MethodFrame("r.R", "m" + std::to_string(i)));
+    for (std::size_t i = 0; i < frames; ++i) {
+        std::string method = std::to_string(i);  // not "m" + ...: a false -Wrestrict at -O3 (GCC bug 105651)
+        method.insert(method.begin(), 'm');
+        p.frames.push_back(MethodFrame("r.R", method));
+    }
     NewThread(p, 1, "main");
     return p;
 }
