@@ -190,7 +190,11 @@ namespace {
 // The two shapes of the probes' natives: (I)V and (Ljava/lang/Object;I)V.
 using IdNative = void(JNICALL *)(JNIEnv *, jclass, jint);
 using ObjectNative = void(JNICALL *)(JNIEnv *, jclass, jobject, jint);
+// The shape is recorded apart from the pointers: with the sanitizers, g++ does not
+// take `&Calls::Enter != nullptr` as a constant expression.
+enum class Shape { kNone, kId, kObject };
 struct ProbeNative {
+    Shape shape = Shape::kNone;
     IdNative id = nullptr;
     ObjectNative object = nullptr;
 };
@@ -200,9 +204,9 @@ struct ProbeNative {
 constexpr bool NativesMatchProbes(const std::array<ProbeNative, kProbeCount> &natives) {
     for (const ProbeMethod &m : kProbeMethods) {
         const ProbeNative &n = natives[ProbeIndex(m.probe)];
-        const bool id = n.id != nullptr && n.object == nullptr && m.descriptor == "(I)V";
-        const bool object = n.object != nullptr && n.id == nullptr && m.descriptor == "(Ljava/lang/Object;I)V";
-        const bool none = n.id == nullptr && n.object == nullptr;
+        const bool id = n.shape == Shape::kId && m.descriptor == "(I)V";
+        const bool object = n.shape == Shape::kObject && m.descriptor == "(Ljava/lang/Object;I)V";
+        const bool none = n.shape == Shape::kNone;
         if (m.native ? !(id || object) : !none) return false;
     }
     return true;
@@ -213,18 +217,18 @@ constexpr bool NativesMatchProbes(const std::array<ProbeNative, kProbeCount> &na
 bool Instrumentation::RegisterNatives(JNIEnv *jni, jclass probes) {
     static constexpr std::array<ProbeNative, kProbeCount> kNatives = [] {
         std::array<ProbeNative, kProbeCount> n{};
-        n[ProbeIndex(Probe::kEnter)].id = &Calls::Enter;
-        n[ProbeIndex(Probe::kLeave)].id = &Calls::LeaveNormal;
-        n[ProbeIndex(Probe::kLeaveExceptional)].id = &Calls::LeaveExceptional;
+        n[ProbeIndex(Probe::kEnter)] = {Shape::kId, &Calls::Enter, nullptr};
+        n[ProbeIndex(Probe::kLeave)] = {Shape::kId, &Calls::LeaveNormal, nullptr};
+        n[ProbeIndex(Probe::kLeaveExceptional)] = {Shape::kId, &Calls::LeaveExceptional, nullptr};
         // Exact allocation mode: Probes.alloc calls `allocated` only for the object's
         // own class; allocByClassId (class files before version 49) leaves that check
         // to the agent. allocArray: after newarray/anewarray/multianewarray.
-        n[ProbeIndex(Probe::kAllocated)].object = &Allocations::Allocated;
-        n[ProbeIndex(Probe::kAllocByClassId)].object = &Allocations::AllocatedByClassId;
-        n[ProbeIndex(Probe::kAllocArray)].object = &Allocations::AllocatedArray;
+        n[ProbeIndex(Probe::kAllocated)] = {Shape::kObject, nullptr, &Allocations::Allocated};
+        n[ProbeIndex(Probe::kAllocByClassId)] = {Shape::kObject, nullptr, &Allocations::AllocatedByClassId};
+        n[ProbeIndex(Probe::kAllocArray)] = {Shape::kObject, nullptr, &Allocations::AllocatedArray};
         // Thread interactions: site probes before notify/start/join/... calls.
-        n[ProbeIndex(Probe::kInteraction)].object = &Interactions::OnSite;
-        n[ProbeIndex(Probe::kInteractionStatic)].id = &Interactions::OnStaticSite;
+        n[ProbeIndex(Probe::kInteraction)] = {Shape::kObject, nullptr, &Interactions::OnSite};
+        n[ProbeIndex(Probe::kInteractionStatic)] = {Shape::kId, &Interactions::OnStaticSite, nullptr};
         return n;
     }();
     static_assert(NativesMatchProbes(kNatives), "the probes' natives and kProbeMethods disagree");
@@ -232,7 +236,7 @@ bool Instrumentation::RegisterNatives(JNIEnv *jni, jclass probes) {
     for (const ProbeMethod &m : kProbeMethods) {
         if (!m.native) continue;
         const ProbeNative &n = kNatives[ProbeIndex(m.probe)];
-        void *fn = n.id != nullptr ? reinterpret_cast<void *>(n.id) : reinterpret_cast<void *>(n.object);
+        void *fn = n.shape == Shape::kId ? reinterpret_cast<void *>(n.id) : reinterpret_cast<void *>(n.object);
         natives.push_back({const_cast<char *>(m.name.data()), const_cast<char *>(m.descriptor.data()), fn});
     }
     if (jni->RegisterNatives(probes, natives.data(), static_cast<jint>(natives.size())) == 0) return true;
