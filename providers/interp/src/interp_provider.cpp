@@ -3,7 +3,6 @@
 #include "martini/core/client_spec.h"
 #include "martini/core/clock.h"
 
-#include <dlfcn.h>
 #include <time.h>
 
 #include <algorithm>
