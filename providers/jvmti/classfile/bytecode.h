@@ -29,7 +29,8 @@ enum Op : std::uint8_t {
     kLookupswitch = 0xab, kIreturn = 0xac, kReturn = 0xb1, kInvokespecial = 0xb7, kInvokestatic = 0xb8,
     kAthrow = 0xbf, kWide = 0xc4, kIfnull = 0xc6, kIfnonnull = 0xc7, kGotoW = 0xc8, kJsrW = 0xc9,
     kSipush = 0x11, kLdcW = 0x13, kIinc = 0x84, kInvokevirtual = 0xb6, kDup = 0x59,
-    kNewarray = 0xbc, kAnewarray = 0xbd, kMultianewarray = 0xc5,
+    kNewarray = 0xbc, kAnewarray = 0xbd, kMultianewarray = 0xc5, kGetstatic = 0xb2, kPutstatic = 0xb3,
+    kIconst1 = 0x04, kIadd = 0x60,
 };
 
 struct Insn {

@@ -163,18 +163,10 @@ public:
         return classes_[internalName] = index;
     }
     std::uint16_t Methodref(const std::string &owner, const std::string &name, const std::string &desc) {
-        const std::string key = owner + "." + name + desc;
-        if (auto it = methods_.find(key); it != methods_.end()) return it->second;
-        const std::uint16_t cls = Class(owner);
-        const std::uint16_t n = Utf8(name), d = Utf8(desc);
-        const std::uint16_t nat = Take(2), index = static_cast<std::uint16_t>(nat + 1);
-        w_.U1(kNameAndType);
-        w_.U2(n);
-        w_.U2(d);
-        w_.U1(kMethodref);
-        w_.U2(cls);
-        w_.U2(nat);
-        return methods_[key] = index;
+        return MemberRef(kMethodref, owner, name, desc);
+    }
+    std::uint16_t Fieldref(const std::string &owner, const std::string &name, const std::string &desc) {
+        return MemberRef(kFieldref, owner, name, desc);
     }
     std::uint16_t Integer(std::int32_t v) {
         if (auto it = ints_.find(v); it != ints_.end()) return it->second;
@@ -188,6 +180,21 @@ public:
     bool full() const { return next_ > 0xfff0; }
 
 private:
+    std::uint16_t MemberRef(CpTag tag, const std::string &owner, const std::string &name, const std::string &desc) {
+        std::string key(1, static_cast<char>(tag));
+        key.append(owner).append(".").append(name).append(desc);
+        if (auto it = members_.find(key); it != members_.end()) return it->second;
+        const std::uint16_t cls = Class(owner);
+        const std::uint16_t n = Utf8(name), d = Utf8(desc);
+        const std::uint16_t nat = Take(2), index = static_cast<std::uint16_t>(nat + 1);
+        w_.U1(kNameAndType);
+        w_.U2(n);
+        w_.U2(d);
+        w_.U1(tag);
+        w_.U2(cls);
+        w_.U2(nat);
+        return members_[key] = index;
+    }
     std::uint16_t Take(unsigned slots) {
         if (next_ + slots > 0xffff) throw SkipMethod("the constant pool is full");
         const auto index = static_cast<std::uint16_t>(next_);
@@ -197,7 +204,7 @@ private:
     const ConstantPool &cp_;
     unsigned next_;
     Writer w_;
-    std::map<std::string, std::uint16_t> utf8_, classes_, methods_;
+    std::map<std::string, std::uint16_t> utf8_, classes_, members_;
     std::map<std::int32_t, std::uint16_t> ints_;
 };
 

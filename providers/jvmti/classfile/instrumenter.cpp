@@ -145,6 +145,9 @@ void AddRefsFor(const ParsedClass &pc, const Chosen &chosen, PoolAppender &pool,
     if (chosen.call) {
         AddRefs(pool, refs, {Probe::kEnter, Probe::kLeave, Probe::kLeaveExceptional});
         refs.throwable = pool.Class("java/lang/Throwable");
+        refs.stackOverflow = pool.Class("java/lang/StackOverflowError");
+        refs.lostEnters = pool.Fieldref(std::string(kProbesClass), std::string(kLostEntersField),
+                                        std::string(kLostEntersDescriptor));
     }
     if (chosen.alloc && pc.major >= kLdcClassVersion) {
         AddRefs(pool, refs, {Probe::kAlloc});

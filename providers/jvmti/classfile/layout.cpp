@@ -261,7 +261,7 @@ void Layout::WriteInstruction(Writer &c, std::size_t i) const {
 }
 
 void Layout::WriteExceptionTable(Writer &w) const {
-    const auto covers = [](const CatchAll &h) { return h.oldStart < h.oldEnd; };
+    const auto covers = [](const CatchAll &h) { return h.prologue || h.oldStart < h.oldEnd; };
     const auto added = std::count_if(edit_.catchAlls.begin(), edit_.catchAlls.end(), covers);
     w.U2(static_cast<unsigned>(mc_.code.exceptions.size() + static_cast<std::size_t>(added)));
     for (const auto &e : mc_.code.exceptions) {
@@ -272,12 +272,17 @@ void Layout::WriteExceptionTable(Writer &w) const {
     }
     for (const CatchAll &h : edit_.catchAlls) {
         if (!covers(h)) continue;
-        // From the start of what is inserted in front: an allocation probe is covered
-        // too, and old 0 maps after the method-start insertions.
-        w.U2(slots_[mc_.IndexAt(h.oldStart, "handler range start")].start);
-        w.U2(RangeEnd(h.oldEnd));
+        if (h.prologue) {
+            w.U2(0);
+            w.U2(slots_[0].start);  // old 0 comes right after the method-start insertions
+        } else {
+            // From the start of what is inserted in front: an allocation probe is covered
+            // too, and old 0 maps after the method-start insertions.
+            w.U2(slots_[mc_.IndexAt(h.oldStart, "handler range start")].start);
+            w.U2(RangeEnd(h.oldEnd));
+        }
         w.U2(handlerAt_[h.handler]);
-        w.U2(0);  // any Throwable
+        w.U2(h.catchType);
     }
 }
 
@@ -304,7 +309,7 @@ void Layout::WriteFrames(Writer &w, std::uint16_t nameIndex) const {
     std::vector<Frame> all = mc_.frames;
     for (Frame &fr : all) fr.offset = Entry(fr.offset);
     for (const CatchAll &h : edit_.catchAlls) {
-        if (h.oldStart >= h.oldEnd) continue;
+        if (!h.prologue && h.oldStart >= h.oldEnd) continue;
         Frame hf;
         hf.kind = 255;
         hf.offset = handlerAt_[h.handler];

@@ -58,10 +58,14 @@ struct Insertion {
 
 // An exception-table entry catching anything in old code [oldStart, oldEnd) at the
 // kHandler insertion `handler`, and its stack map frame (the stack: the Throwable).
+// With `prologue`, the range is the method-start insertions instead (old code is not
+// covered), and `catchType` (a Class constant; 0: any) says what it catches.
 struct CatchAll {
     std::uint32_t oldStart = 0, oldEnd = 0;
     std::size_t handler = 0;    // index in MethodEdit::insertions
     std::vector<VType> locals;  // the frame's locals
+    bool prologue = false;
+    std::uint16_t catchType = 0;
 };
 
 struct MethodEdit {

@@ -58,6 +58,31 @@ void AddCatchAll(MethodEdit &edit, std::uint32_t start, std::uint32_t end, bool 
                                }});
 }
 
+// A StackOverflowError thrown by the call to `enter` (the stack was full at the method's
+// first instruction) leaves no enter and, since the method never runs, no leave: the
+// pairing holds but the call is not counted. This handler over the enter probe counts it
+// in Probes.lostEnters with field accesses only (no call: the stack is still full) and
+// rethrows. Stack: the error, then the count and 1.
+constexpr std::uint32_t kLostEnterHandlerSize = 3 + 1 + 1 + 3 + 1;  // getstatic iconst_1 iadd putstatic athrow
+constexpr unsigned kLostEnterHandlerStack = 3;
+
+void AddLostEnterHandler(MethodEdit &edit, bool thisUninitialized, const ProbeRefs &refs) {
+    CatchAll h{0, 0, edit.insertions.size(), {}, true, refs.stackOverflow};
+    if (thisUninitialized) h.locals.push_back({6, 0});
+    edit.catchAlls.push_back(std::move(h));
+    edit.insertions.push_back({Placement::kHandler, 0, kLostEnterHandlerSize, 0, 0,
+                               [field = refs.lostEnters](Writer &w, PoolAppender &) {
+                                   w.U1(kGetstatic);
+                                   w.U2(field);
+                                   w.U1(kIconst1);
+                                   w.U1(kIadd);
+                                   w.U1(kPutstatic);
+                                   w.U2(field);
+                                   w.U1(kAthrow);
+                               }});
+    edit.minStack = std::max(edit.minStack, kLostEnterHandlerStack);
+}
+
 }  // namespace
 
 void PlanCalls(const MethodCode &mc, const MethodDecl &d, std::int32_t id, const ProbeRefs &refs, MethodEdit &edit) {
@@ -75,6 +100,7 @@ void PlanCalls(const MethodCode &mc, const MethodDecl &d, std::int32_t id, const
     const std::uint16_t leaveExceptional = refs[Probe::kLeaveExceptional];
     if (d.name != "<init>") {
         AddCatchAll(edit, 0, mc.size(), false, id, leaveExceptional);
+        AddLostEnterHandler(edit, false, refs);
         return;
     }
     // Before super()/this() `this` is uninitializedThis, and a handler's stack map frame
@@ -90,6 +116,7 @@ void PlanCalls(const MethodCode &mc, const MethodDecl &d, std::int32_t id, const
     // allow a handler over code where `this` is uninitialized: cover the rest only.
     if (mc.pc->major >= kFramesVersion) AddCatchAll(edit, 0, split, true, id, leaveExceptional);
     if (init) AddCatchAll(edit, split + 3, mc.size(), false, id, leaveExceptional);
+    if (mc.pc->major >= kFramesVersion) AddLostEnterHandler(edit, true, refs);
 }
 
 // ---- Allocation probes ------------------------------------------------------------------

@@ -19,6 +19,8 @@ namespace martini::jvm::detail {
 struct ProbeRefs {
     std::array<std::uint16_t, kProbeCount> method{};  // Methodrefs, by Probe
     std::uint16_t throwable = 0;                       // java/lang/Throwable, for the catch-all frames
+    std::uint16_t stackOverflow = 0;                   // java/lang/StackOverflowError, caught at the enter probe
+    std::uint16_t lostEnters = 0;                      // Fieldref Probes.lostEnters
     std::uint16_t thisClass = 0;                       // the class's own Class; 0: the allocByClassId form
     std::uint16_t operator[](Probe p) const { return method[ProbeIndex(p)]; }
 };

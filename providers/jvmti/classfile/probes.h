@@ -11,6 +11,13 @@ namespace martini::jvm {
 
 inline constexpr std::string_view kProbesClass = "martini/runtime/Probes";
 
+// Probes.lostEnters: the enters lost to a StackOverflowError thrown by the call to
+// `enter` itself (the thread's stack was full at the method's first instruction). A
+// handler over the enter probe counts them with field accesses only, no call, and
+// rethrows; the agent says the total at VMDeath.
+inline constexpr std::string_view kLostEntersField = "lostEnters";
+inline constexpr std::string_view kLostEntersDescriptor = "I";
+
 enum class Probe : std::size_t {
     kEnter,
     kLeave,

@@ -55,9 +55,10 @@ void JNICALL OnVmInit(jvmtiEnv *, JNIEnv *jni, jthread) {
     core.Raise<IVmInitEventObserver>(d);
 }
 
-void JNICALL OnVmDeath(jvmtiEnv *, JNIEnv *) {
+void JNICALL OnVmDeath(jvmtiEnv *, JNIEnv *jni) {
     // After the last Java code (shutdown hooks ran): clients write their output here.
     StopControl();
+    Instrumentation::ReportLostEnters(jni);
     Vm::Core().Shutdown();  // delivery stops for every client at once, then VmShutdown
     Vm::SetDead();
     Instrumentation::PrintSummary();

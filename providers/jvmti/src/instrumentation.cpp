@@ -327,4 +327,18 @@ void Instrumentation::PrintSummary() {
                (unsigned long long)d.filterFailures);
 }
 
+void Instrumentation::ReportLostEnters(JNIEnv *jni) {
+    if (probesClass_ == nullptr || jni == nullptr) return;
+    const jfieldID field = jni->GetStaticFieldID(probesClass_, kLostEntersField.data(), kLostEntersDescriptor.data());
+    if (field == nullptr) {
+        jni->ExceptionClear();
+        return;
+    }
+    const jint lost = jni->GetStaticIntField(probesClass_, field);
+    if (lost <= 0) return;
+    core::LogF("%d method calls were not seen: the thread's stack was full when the call's enter probe ran "
+               "(StackOverflowError); the methods' call counts are short by that many, enters and leaves stay paired",
+               static_cast<int>(lost));
+}
+
 }  // namespace martini::jvm

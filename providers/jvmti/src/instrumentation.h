@@ -42,6 +42,9 @@ public:
     static void Start(JNIEnv *jni);
     // VMDeath: one line when something was left alone or contained.
     static void PrintSummary();
+    // VMDeath, before the clients' shutdown: one line when calls were not seen because
+    // the call to the enter probe overflowed the stack (Probes.lostEnters).
+    static void ReportLostEnters(JNIEnv *jni);
 
 private:
     static void JNICALL OnClassFileLoadHook(jvmtiEnv *jvmti, JNIEnv *jni, jclass redefined, jobject loader,

@@ -21,6 +21,21 @@ grep -q '^ *20 *20  sample.Sample.thrower(I)V' "$work/cc.txt" && ok || fail "thr
 grep -q '^ *15 *5  sample.Sample\$Child.<init>(IZ)V' "$work/cc.txt" && ok || fail "Child(int,boolean): 5 exceptional exits"
 grep -q "sample done" "$work/out1" && ok || fail "the program's own output"
 
+# A StackOverflowError thrown by the call to the enter probe: the call is not seen, and
+# the agent says how many such calls there were; the counts match the oracle's less that.
+"$javac" -d "$work/overflow" "$(dirname "$0")/java/overflow/Overflow.java" || exit 1
+"$java" -agentpath:"$oracle=Loverflow/,$work/oracle-overflow.tsv" \
+    -agentpath:"$agent=callcount=include=overflow.,out=$work/cc-overflow.txt" -cp "$work/overflow" overflow.Overflow \
+    >"$work/out-overflow" 2>"$work/err-overflow"
+oracle_down=$(awk -F'\t' '$1 == "overflow.Overflow.down()V" {print $2}' "$work/oracle-overflow.tsv")
+counted_down=$(awk '$3 == "overflow.Overflow.down()V" {print $1}' "$work/cc-overflow.txt")
+said_lost=$(sed -n 's/.* \([0-9]*\) method calls were not seen: the thread.s stack was full.*/\1/p' "$work/err-overflow")
+if grep -q "overflow done 20" "$work/out-overflow" && [ -n "$oracle_down" ] && [ -n "$counted_down" ] &&
+   [ "$((oracle_down - counted_down))" = "${said_lost:-0}" ]; then ok; else
+  fail "stack overflows: oracle ${oracle_down:-?} calls, callcount ${counted_down:-?}, the agent said ${said_lost:-nothing} lost"
+  tail -5 "$work/err-overflow"
+fi
+
 # 2. MPI's ordering and pairing promises (threads, exceptions, JDK classes too).
 run -agentpath:"$agent=conformance=report=$work/conformance.jsonl" >"$work/out2" 2>"$work/err2"
 grep -q "conformance: PASS" "$work/err2" && ok || { fail "conformance:"; tail -20 "$work/err2"; }

@@ -101,12 +101,26 @@ TEST(Classfile, AllocAndCallProbesTogetherInOneConstructor) {
     const auto delta = static_cast<std::int16_t>(U2At(nm.code, *backEdge + 1));
     EXPECT_EQ(static_cast<std::int64_t>(*backEdge) + delta, static_cast<std::int64_t>(probeAt + 10));
     // Two catch-all handlers: before super() (from after the enter probe to the call),
-    // and after it, which covers the allocation probe too.
-    ASSERT_EQ(nm.exceptions.size(), 2u);
+    // and after it, which covers the allocation probe too; then the one over the enter
+    // probe itself, for a StackOverflowError (`this` uninitialized in its frame too).
+    ASSERT_EQ(nm.exceptions.size(), 3u);
     EXPECT_EQ(nm.exceptions[0][0], 6u);
     EXPECT_EQ(nm.exceptions[0][1], 6 + call);
     EXPECT_EQ(nm.exceptions[1][0], probeAt);
     EXPECT_EQ(nm.exceptions[1][3], 0u);
+    EXPECT_EQ(nm.exceptions[2][0], 0u);
+    EXPECT_EQ(nm.exceptions[2][1], 6u);
+    EXPECT_EQ(after.ClassName(nm.exceptions[2][3]), "java/lang/StackOverflowError");
+    // It counts the lost enter with field accesses only, and rethrows.
+    const std::size_t h = nm.exceptions[2][2];
+    ASSERT_LE(h + 9, nm.code.size());
+    EXPECT_EQ(nm.code[h], 0xb2);  // getstatic
+    EXPECT_EQ(after.Member(U2At(nm.code, h + 1)), "martini/runtime/Probes.lostEntersI");
+    EXPECT_EQ(nm.code[h + 3], 0x04);  // iconst_1
+    EXPECT_EQ(nm.code[h + 4], 0x60);  // iadd
+    EXPECT_EQ(nm.code[h + 5], 0xb3);  // putstatic
+    EXPECT_EQ(U2At(nm.code, h + 6), U2At(nm.code, h + 1));
+    EXPECT_EQ(nm.code[h + 8], 0xbf);  // athrow
     EXPECT_EQ(nm.maxStack, om.maxStack + 3);
     EXPECT_TRUE(r.delegationOffsets.empty() || r.delegationOffsets[MethodIndex(r.decl, "<init>", "(I)V")] == -1);
 }

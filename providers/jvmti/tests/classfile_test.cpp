@@ -231,7 +231,7 @@ TEST(Classfile, MethodThatWouldExceedTheCodeLimitIsLeftAlone) {
     EXPECT_EQ(l.result.instrumented, l.result.decl.methods.size() - 2);
     const auto small = MethodCode(l.result.bytes, "small");
     ASSERT_TRUE(small);
-    EXPECT_EQ(small->size(), MethodCode(l.original, "small")->size() + 6 + 6 + 7);
+    EXPECT_EQ(small->size(), MethodCode(l.original, "small")->size() + 6 + 6 + 7 + 9);
     EXPECT_TRUE(ParseClass(l.result.bytes).parsed);
 }
 
@@ -249,9 +249,9 @@ TEST(Classfile, BackEdgeThatNoLongerFitsIsWidenedToGotoW) {
     const auto delta = static_cast<std::int16_t>((*before)[back + 1] << 8 | (*before)[back + 2]);
     EXPECT_EQ(delta, -static_cast<int>(back));
     EXPECT_GT(back + 40 * 6, 32768u);  // but not with 40 leave probes inside the loop
-    // Instrumented: enter, 40 + 1 leaves, the handler, and the goto widened by 2 bytes.
-    EXPECT_EQ(after->size(), before->size() + 6 + 41 * 6 + 7 + 2);
-    const std::size_t newBack = after->size() - 7 - 8 - 5;  // handler; probe, iload_0, ireturn; goto_w
+    // Instrumented: enter, 40 + 1 leaves, the two handlers, and the goto widened by 2 bytes.
+    EXPECT_EQ(after->size(), before->size() + 6 + 41 * 6 + 7 + 9 + 2);
+    const std::size_t newBack = after->size() - 9 - 7 - 8 - 5;  // handlers; probe, iload_0, ireturn; goto_w
     ASSERT_EQ((*after)[newBack], 0xc8) << "goto_w";
     const auto wdelta = static_cast<std::int32_t>(std::uint32_t{(*after)[newBack + 1]} << 24 | (*after)[newBack + 2] << 16 |
                                                   (*after)[newBack + 3] << 8 | (*after)[newBack + 4]);

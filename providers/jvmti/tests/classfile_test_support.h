@@ -237,9 +237,9 @@ struct TestClass {
     std::vector<TestMethod> methods;
 
     std::string ClassName(unsigned i) const { return tags.at(i) == 7 ? utf8.at(refs.at(i)[0]) : "?"; }
-    // "owner.name descriptor" of a Methodref.
+    // "owner.name descriptor" of a Methodref or Fieldref.
     std::string Member(unsigned i) const {
-        if (tags.at(i) != 10) return "?";
+        if (tags.at(i) != 10 && tags.at(i) != 9) return "?";
         const auto nat = refs.at(refs.at(i)[1]);
         return ClassName(refs.at(i)[0]) + "." + utf8.at(nat[0]) + utf8.at(nat[1]);
     }

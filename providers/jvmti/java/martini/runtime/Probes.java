@@ -13,6 +13,14 @@ package martini.runtime;
 public final class Probes {
     private Probes() {}
 
+    /**
+     * Enters lost to a StackOverflowError thrown by the call to {@link #enter} itself:
+     * the handler inserted over that call adds one (no call, so it runs on a full
+     * stack) and rethrows. Read by the agent at VM death. Not atomic: a count, not a
+     * synchronization point.
+     */
+    public static int lostEnters;
+
     /** At the start of the method with this id. */
     public static native void enter(int id);
 
