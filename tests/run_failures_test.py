@@ -72,7 +72,10 @@ if not sanitized:
     d = os.path.join(work, "callcount-full")
     os.makedirs(d)
     target = os.path.join(d, "calls.txt")
-    r = run([replay, "--client", f"callcount=out={target}", trace], extra_env=full_disk(d))
+    r = run([replay, "--client", f"callcount=out={target}", trace], expect=1, extra_env=full_disk(d))
+    check("martini-replay: exit 1 and the file named when an output could not be written",
+          r.returncode == 1 and f"1 output file could not be written: {target} (No space left on device)" in r.stderr,
+          r.stderr)
     check("callcount out= on a full disk: named with the cause",
           f"cannot write '{target}': No space left on device" in r.stderr, r.stderr)
     check("callcount out= on a full disk: no file, no temporary left", files_in(d) == [], files_in(d))
@@ -80,7 +83,7 @@ if not sanitized:
 
     # cgprof: before, truncated files were left behind.
     d = os.path.join(work, "cgprof-full")
-    r = run([replay, "--client", f"cgprof=top=0,formats=all,out={d}", trace], extra_env=full_disk(d, 2000))
+    r = run([replay, "--client", f"cgprof=top=0,formats=all,out={d}", trace], expect=1, extra_env=full_disk(d, 2000))
     check("cgprof on a full disk: each failed file named", r.stderr.count("No space left on device") >= 4
           and "partial file was removed" in r.stderr, r.stderr)
     left = files_in(d)
@@ -96,7 +99,7 @@ if not sanitized:
 
     # heapprof
     d = os.path.join(work, "heapprof-full")
-    r = run([replay, "--client", f"heapprof=exact,top=0,out={d}", heap_trace], extra_env=full_disk(d, 500))
+    r = run([replay, "--client", f"heapprof=exact,top=0,out={d}", heap_trace], expect=1, extra_env=full_disk(d, 500))
     check("heapprof on a full disk: named", "No space left on device" in r.stderr and "heapprof:" in r.stderr, r.stderr)
     check("heapprof on a full disk: no truncated or temporary file left (pprof's stdio included)", files_in(d) == [],
           files_in(d))
@@ -105,7 +108,7 @@ if not sanitized:
     d = os.path.join(work, "conformance-full")
     os.makedirs(d)
     target = os.path.join(d, "report.jsonl")
-    r = run([replay, "--client", f"conformance=report={target}", trace], extra_env=full_disk(d, 10))
+    r = run([replay, "--client", f"conformance=report={target}", trace], expect=1, extra_env=full_disk(d, 10))
     check("conformance report on a full disk: named", f"cannot write '{target}': No space left on device" in r.stderr,
           r.stderr)
     check("conformance report on a full disk: no report, no temporary", files_in(d) == [], files_in(d))
@@ -116,7 +119,7 @@ if not sanitized:
 
     # threadprof's detailed JSON
     d = os.path.join(work, "threadprof-full")
-    r = run([replay, "--client", f"threadprof=top=0,out={d}", heap_trace], extra_env=full_disk(d, 100))
+    r = run([replay, "--client", f"threadprof=top=0,out={d}", heap_trace], expect=1, extra_env=full_disk(d, 100))
     check("threadprof on a full disk: named, nothing truncated", "No space left on device" in r.stderr
           and files_in(d) == [], r.stderr + str(files_in(d)))
 
@@ -137,6 +140,19 @@ d = os.path.join(work, "replay-output")
 r = run([martini, "replay", "--client", "cgprof=top=0,formats=json+collapsed", "--output", d, trace])
 check("martini replay --output DIR: clients write there (EcSetOutputDirectory)",
       files_in(d) == ["cgprof.collapsed", "cgprof.json"], r.stderr + str(files_in(d)))
+# martini convert: the converted file is complete or absent
+profile = os.path.join(d, "cgprof.json")
+if not sanitized:
+    full = os.path.join(work, "convert-full")
+    os.makedirs(full)
+    target = os.path.join(full, "cg.html")
+    r = run([martini, "convert", profile, "--to", "html", "-o", target], expect=1, extra_env=full_disk(full, 1000))
+    check("martini convert on a full disk: exit 1, the file named with the cause",
+          r.returncode == 1 and f"cannot write '{target}': No space left on device" in r.stderr, r.stderr)
+    check("martini convert on a full disk: no partial file, no temporary", files_in(full) == [], files_in(full))
+r = run([martini, "convert", profile, "--to", "pprof", "-o", os.path.join(work, "cg.pb.gz")])
+check("martini convert with room: written", r.returncode == 0 and os.path.getsize(os.path.join(work, "cg.pb.gz")) > 0,
+      r.stderr)
 r = run([martini, "replay", "--help"])
 check("martini replay --help calls itself `martini replay`", "usage: martini replay --client" in r.stdout
       and "martini-replay" not in r.stdout.split("\n")[0], r.stdout)

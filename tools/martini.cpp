@@ -12,11 +12,13 @@
 // written: see the run status handshake below); 0 on success and 1 on any error for
 // the others (replay: see replay_main.cpp).
 #include "martini/clients/expand.h"
+#include "martini/clients/output_file.h"
 #include "martini/core/client_spec.h"
 #include "martini/core/status.h"
 #include "martini/report/profile.h"
 #include "cli.h"
 #include "crash_report.h"
+#include "run_status.h"
 #include "tools.h"
 
 #include <fcntl.h>
@@ -47,6 +49,8 @@ namespace report = martini::report;
 using martini::tools::ExecutableDir;
 using martini::tools::Configure;
 using martini::tools::Parse;
+using martini::tools::ReadRunStatus;
+using martini::tools::RunStatus;
 
 namespace {
 
@@ -167,47 +171,6 @@ constexpr int kForwardedSignals[] = {SIGTERM, SIGINT, SIGHUP};
 void ForwardSignal(int sig) {
     if (gProgram > 0) ::kill(static_cast<pid_t>(gProgram), sig);
     gForwarded = sig;
-}
-
-// ---- The run status handshake --------------------------------------------------------
-// martini run creates an empty status file and names it in $MARTINI_STATUS_FILE for the
-// program. Inside it, the core's LoadClients appends "loaded N of M clients" and
-// "client NAME failed: CAUSE" (martini/core/status.h), the bundled clients "wrote PATH"
-// or "failed PATH: CAUSE" per output file (martini/clients/status.h).
-struct RunStatus {
-    bool started = false;  // some line at all: the provider ran LoadClients
-    bool loadedKnown = false;
-    unsigned loaded = 0, requested = 0;
-    std::vector<std::string> clientFailures;  // "client NAME failed: CAUSE", "error: CAUSE"
-    std::vector<std::string> wrote;           // absolute paths
-    std::vector<std::pair<std::string, std::string>> failed;  // path, cause
-};
-
-RunStatus ReadRunStatus(const std::string &path) {
-    RunStatus st;
-    std::ifstream in(path);
-    std::string line;
-    while (std::getline(in, line)) {
-        if (line.empty()) continue;
-        st.started = true;
-        unsigned n = 0, m = 0;
-        if (std::sscanf(line.c_str(), "loaded %u of %u clients", &n, &m) == 2) {
-            st.loadedKnown = true;
-            st.loaded += n;  // a program that starts the runtime twice (forks) adds up
-            st.requested += m;
-        } else if (line.rfind("client ", 0) == 0 || line.rfind("error: ", 0) == 0) {
-            st.clientFailures.push_back(line);
-        } else if (line.rfind("wrote ", 0) == 0) {
-            st.wrote.push_back(line.substr(6));
-        } else if (line.rfind("failed ", 0) == 0) {
-            const std::string rest = line.substr(7);
-            // PATH: CAUSE; a path may hold ": " itself, a cause rarely starts with '/'
-            const auto colon = rest.rfind(": ");
-            st.failed.emplace_back(colon == std::string::npos ? rest : rest.substr(0, colon),
-                                   colon == std::string::npos ? "" : rest.substr(colon + 2));
-        }
-    }
-    return st;
 }
 
 // Creates `dir` and checks that a file can be created and removed in it; "" or why not.
@@ -645,20 +608,21 @@ int Convert(int argc, char **argv) {
         out = report::FileName(base, format);
         if (out == file) return Fail("convert: the output would overwrite the input; give -o FILE");
     }
+    // Complete or absent: written under a temporary name, then renamed.
+    std::string e;
     if (format == report::kPprof) {
-        if (std::string e = report::WritePprof(p, out); !e.empty()) return Fail("convert: " + e);
+        e = martini::clients::WriteFileAtomicallyTo(out, [&](const std::string &tmp) { return report::WritePprof(p, tmp); });
     } else {
-        std::ofstream o(out, std::ios::binary | std::ios::trunc);
-        if (!o) return Fail("convert: cannot write '" + out + "': " + std::strerror(errno));
-        switch (format) {
-            case report::kCollapsed: report::WriteCollapsed(p, o, p.defaultMetric); break;
-            case report::kChrome: report::WriteChromeTrace(p, o); break;
-            case report::kHtml: report::WriteHtml(p, o); break;
-            default: report::WriteJson(p, o); break;
-        }
-        o.flush();
-        if (!o) return Fail("convert: cannot write '" + out + "': " + std::strerror(errno));
+        e = martini::clients::WriteFileAtomically(out, [&](std::ostream &o) {
+            switch (format) {
+                case report::kCollapsed: report::WriteCollapsed(p, o, p.defaultMetric); break;
+                case report::kChrome: report::WriteChromeTrace(p, o); break;
+                case report::kHtml: report::WriteHtml(p, o); break;
+                default: report::WriteJson(p, o); break;
+            }
+        });
     }
+    if (!e.empty()) return Fail("convert: " + e);
     std::fprintf(stderr, "martini: wrote %s\n", out.c_str());
     return 0;
 }

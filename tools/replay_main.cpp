@@ -3,13 +3,15 @@
 //
 //   martini-replay --client NAME_OR_PATH[=OPTIONS] [--client ...] [--output DIR] TRACE.jsonl
 //
-// Exit status: 0 when the whole trace was played; 1 for bad usage or when no client
-// could be loaded; 2 when the trace has a bad record (clients still get VmShutdown and
-// write what they collected).
+// Exit status: 0 when the whole trace was played; 1 for bad usage, when no client
+// could be loaded or when a client could not write an output file (the run status
+// handshake, run_status.h); 2 when the trace has a bad record (clients still get
+// VmShutdown and write what they collected).
 #include "martini/core/client_spec.h"
 #include "martini/core/core.h"
 #include "martini/replay/replay_provider.h"
 #include "cli.h"
+#include "run_status.h"
 #include "tools.h"
 
 #include <unistd.h>
@@ -34,8 +36,8 @@ const char kDescription[] =
 const char kFooter[] =
     "Bundled clients are looked up in $MARTINI_CLIENT_PATH (':'-separated), then in\n"
     "<libdir>/martini/clients and the build tree (docs/configuration.md). Exit status: 0\n"
-    "when the whole trace was played; 1 for bad usage or\n"
-    "when no client could be loaded; 2 when the trace has a bad record.";
+    "when the whole trace was played; 1 for bad usage, when no client could be loaded\n"
+    "or when an output file could not be written; 2 when the trace has a bad record.";
 
 }  // namespace
 
@@ -104,6 +106,8 @@ int ReplayMain(const std::string &program, int argc, char **argv) {
         return 1;
     }
 
+    // The clients say here which output files they wrote or could not write.
+    const OwnStatusFile status;
     martini::replay::ReplayProvider provider;
     martini::core::Core core(provider);
     const martini::core::ClientsLoaded clients =
@@ -148,6 +152,13 @@ int ReplayMain(const std::string &program, int argc, char **argv) {
     if (!error.empty()) {
         std::fprintf(stderr, "%s: bad trace record, playback stopped: %s\n", name, error.c_str());
         return 2;
+    }
+    if (const RunStatus st = status.Read(); !st.failed.empty()) {
+        std::fprintf(stderr, "%s: %zu output file%s could not be written:", name, st.failed.size(),
+                     st.failed.size() == 1 ? "" : "s");
+        for (const auto &[path, cause] : st.failed) std::fprintf(stderr, " %s (%s)", path.c_str(), cause.c_str());
+        std::fprintf(stderr, "\n");
+        return 1;
     }
     return 0;
 }
