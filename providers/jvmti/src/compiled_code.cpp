@@ -22,6 +22,9 @@ void CompiledCode::OnDemand(TEventType event, bool wanted) {
 
 void JNICALL CompiledCode::OnLoad(jvmtiEnv *, jmethodID method, jint size, const void *address, jint,
                                   const jvmtiAddrLocationMap *, const void *) {
+    // Also on for Sampling (debug information at every instruction): nothing to do
+    // unless a client wants JIT events.
+    if (!Vm::Wants(EV_JITTED_METHOD_LOADED)) return;
     const TId id = ClassRegistry::MethodIdOf(method);
     MethodRecord *m = ClassRegistry::Method(id);
     if (m == nullptr) return;

@@ -1,0 +1,484 @@
+#include "sampling.h"
+
+#include "classes.h"
+#include "jvm_support.h"
+#include "threads.h"
+#include "martini/core/log.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <vector>
+
+namespace martini::jvm {
+namespace {
+
+// ---- AsyncGetCallTrace (HotSpot's, exported by libjvm.so; not in any header) ----------
+
+struct AgctFrame {
+    jint lineno;  // the bytecode index for a Java frame; negative for a native method
+    jmethodID method;
+};
+struct AgctTrace {
+    JNIEnv *env;
+    jint numFrames;  // frames written, or a negative cause (kCauses)
+    AgctFrame *frames;
+};
+using AgctFn = void (*)(AgctTrace *, jint, void *);
+
+// AGCT's causes for a walk that gave no frames (HotSpot's forte.cpp), by -code; and
+// Martini's own for a signal that found no JVM thread.
+constexpr const char *kCauses[] = {
+    "no Java frame",           // 0
+    "no class load",           // -1: jmethodIDs not made yet
+    "GC active",               // -2
+    "unknown, not in Java",    // -3
+    "not walkable, not in Java",  // -4
+    "unknown, in Java",        // -5
+    "not walkable, in Java",   // -6
+    "unknown thread state",    // -7
+    "thread exiting",          // -8
+    "deoptimizing",            // -9
+    "at safepoint",            // -10
+};
+constexpr int kCauseCount = sizeof kCauses / sizeof kCauses[0];
+constexpr jint kNotJvmThread = -1000;  // GetEnv found no JVM thread (a GC or native thread)
+
+std::atomic<AgctFn> gAgct{nullptr};
+
+// ---- The ring the handler writes -----------------------------------------------------------
+
+constexpr jint kMaxFrames = 512;
+constexpr std::size_t kSlots = 1024;
+enum SlotState : std::uint32_t { kFree = 0, kFilling = 1, kReady = 2 };
+
+struct RawSample {
+    std::atomic<std::uint32_t> state{kFree};
+    jint numFrames = 0;
+    pid_t tid = 0;
+    std::uint32_t weight = 1;  // periods this sample stands for (timer overruns + 1)
+    TId threadId = 0;          // the thread's Martini id when it has a context; 0 otherwise
+    std::uint64_t timeNs = 0;
+    AgctFrame frames[kMaxFrames];
+};
+
+RawSample *gRing = nullptr;  // kSlots, mapped once, never unmapped
+std::atomic<std::uint64_t> gNext{0};
+
+// Counters (relaxed: read for the summary).
+std::atomic<std::uint64_t> gTaken{0}, gLost{0}, gRaised{0}, gNotJvmThread{0}, gNoId{0}, gTruncated{0};
+std::array<std::atomic<std::uint64_t>, kCauseCount + 1> gFailed{};  // last: causes AGCT does not name
+
+RawSample *Claim() {
+    // A few slots from the next free one; a full ring loses the sample.
+    const std::uint64_t start = gNext.fetch_add(1, std::memory_order_relaxed);
+    for (std::uint64_t i = 0; i < 8; ++i) {
+        RawSample &s = gRing[(start + i) % kSlots];
+        std::uint32_t expected = kFree;
+        if (s.state.compare_exchange_strong(expected, kFilling, std::memory_order_acquire, std::memory_order_relaxed)) {
+            return &s;
+        }
+    }
+    return nullptr;
+}
+
+// The signal handler: async-signal-safe throughout (TLS reads, atomics, AGCT, rdtsc
+// or clock_gettime, gettid).
+void OnSignal(int, siginfo_t *info, void *ucontext) {
+    const int savedErrno = errno;
+    if (Sampling::Running()) {
+        JNIEnv *jni = nullptr;
+        const AgctFn agct = gAgct.load(std::memory_order_relaxed);
+        JavaVM *vm = Vm::Java();
+        const bool jvmThread = vm != nullptr && vm->GetEnv(reinterpret_cast<void **>(&jni), JNI_VERSION_1_6) == JNI_OK;
+        if (RawSample *s = Claim()) {
+            s->tid = static_cast<pid_t>(syscall(SYS_gettid));
+            s->threadId = tContext != nullptr ? tContext->id : 0;
+            s->weight = info != nullptr && info->si_code == SI_TIMER && info->si_overrun > 0
+                            ? 1 + static_cast<std::uint32_t>(std::min(info->si_overrun, 1000))
+                            : 1;
+            s->timeNs = NowNs();
+            if (jvmThread && agct != nullptr) {
+                AgctTrace trace{jni, 0, s->frames};
+                agct(&trace, kMaxFrames, ucontext);
+                s->numFrames = trace.numFrames;
+            } else {
+                s->numFrames = kNotJvmThread;
+            }
+            s->state.store(kReady, std::memory_order_release);
+            gTaken.fetch_add(1, std::memory_order_relaxed);
+        } else {
+            gLost.fetch_add(1, std::memory_order_relaxed);
+        }
+    }
+    errno = savedErrno;
+}
+
+// Linux's clock id for another thread's CPU time (MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)).
+clockid_t ThreadCpuClock(pid_t tid) { return static_cast<clockid_t>((~static_cast<unsigned>(tid) << 3) | 6); }
+
+std::vector<pid_t> TasksOfThisProcess() {
+    std::vector<pid_t> tids;
+    if (DIR *d = opendir("/proc/self/task")) {
+        while (dirent *e = readdir(d)) {
+            if (e->d_name[0] >= '0' && e->d_name[0] <= '9') tids.push_back(static_cast<pid_t>(std::atoi(e->d_name)));
+        }
+        closedir(d);
+    }
+    return tids;
+}
+
+thread_local bool tSamplerThread = false;  // the sampler thread is never sampled
+
+// The local references JVMTI hands the sampler thread while it names methods are
+// freed after each batch (an attached thread has no Java frame to pop them).
+template <class F>
+void InLocalFrame(JNIEnv *jni, F f) {
+    if (jni == nullptr || jni->PushLocalFrame(64) != JNI_OK) {
+        f();
+        return;
+    }
+    f();
+    jni->PopLocalFrame(nullptr);
+}
+
+// jmethodID -> method id, on the sampler thread only (jmethodIDs are never reused).
+std::unordered_map<jmethodID, TId> gMethodCache;
+
+}  // namespace
+
+// ---- Set-up ----------------------------------------------------------------------------------
+
+void Sampling::Decide() { wanted_ = Vm::Wants(EV_SAMPLE_HIT); }
+
+void Sampling::AddCapabilities(jvmtiCapabilities &caps) {
+    if (!wanted_) return;
+    caps.can_generate_compiled_method_load_events = 1;
+    caps.can_get_line_numbers = 1;
+}
+
+void Sampling::SetCallbacks(jvmtiEventCallbacks &callbacks) {
+    if (!wanted_) return;
+    callbacks.ClassLoad = [](jvmtiEnv *, JNIEnv *, jthread, jclass) {};
+}
+
+void Sampling::EnableEvents() {
+    if (!wanted_) return;
+    // AsyncGetCallTrace answers "no class load" (-1) while nobody asks for these.
+    Vm::Jvmti()->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_CLASS_LOAD, nullptr);
+    Vm::Jvmti()->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_COMPILED_METHOD_LOAD, nullptr);
+}
+
+TResult Sampling::SetRate(unsigned hz, bool wall) {
+    if (hz == 0) return MRTE_ERROR_ILLEGAL_ARGUMENT;
+    std::lock_guard control(controlMutex_);
+    hz_.store(hz, std::memory_order_relaxed);
+    const bool modeChanged = wall_.exchange(wall) != wall;
+    if (running_.load(std::memory_order_acquire)) {
+        std::lock_guard lock(threadsMutex_);
+        for (auto &[tid, t] : threads_) {
+            if (modeChanged && t.hasTimer) {
+                timer_delete(t.timer);
+                t.hasTimer = false;
+            }
+            if (!t.notJava) ArmLocked(t, tid);
+        }
+    }
+    return MRTE_RESULT_OK;
+}
+
+void Sampling::Prepared(jclass klass) {
+    if (!wanted_) return;
+    jint count = 0;
+    jmethodID *methods = nullptr;
+    if (Vm::Jvmti()->GetClassMethods(klass, &count, &methods) == JVMTI_ERROR_NONE) {
+        Vm::Jvmti()->Deallocate(reinterpret_cast<unsigned char *>(methods));
+    }
+}
+
+void Sampling::JmethodIdsForLoadedClasses() {
+    jvmtiEnv *jvmti = Vm::Jvmti();
+    jint count = 0;
+    jclass *classes = nullptr;
+    if (jvmti->GetLoadedClasses(&count, &classes) != JVMTI_ERROR_NONE) return;
+    JNIEnv *jni = Vm::Jni();
+    for (jint i = 0; i < count; ++i) {
+        jint status = 0;
+        // Only prepared classes have methods to name; the others come through ClassPrepare.
+        if (jvmti->GetClassStatus(classes[i], &status) == JVMTI_ERROR_NONE && (status & JVMTI_CLASS_STATUS_PREPARED)) {
+            jint n = 0;
+            jmethodID *methods = nullptr;
+            if (jvmti->GetClassMethods(classes[i], &n, &methods) == JVMTI_ERROR_NONE) {
+                jvmti->Deallocate(reinterpret_cast<unsigned char *>(methods));
+            }
+        }
+        if (jni != nullptr) jni->DeleteLocalRef(classes[i]);
+    }
+    jvmti->Deallocate(reinterpret_cast<unsigned char *>(classes));
+}
+
+std::string Sampling::Start(JNIEnv *) {
+    std::lock_guard control(controlMutex_);
+    if (running_.load(std::memory_order_acquire)) return "";
+    if (gAgct.load() == nullptr) {
+        auto agct = reinterpret_cast<AgctFn>(dlsym(RTLD_DEFAULT, "AsyncGetCallTrace"));
+        if (agct == nullptr) return "this JVM has no AsyncGetCallTrace (not HotSpot?): no SampleHit events";
+        gAgct.store(agct);
+    }
+    if (gRing == nullptr) {
+        void *ring = mmap(nullptr, sizeof(RawSample) * kSlots, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (ring == MAP_FAILED) return "cannot map the sample buffer: no SampleHit events";
+        gRing = static_cast<RawSample *>(ring);
+        for (std::size_t i = 0; i < kSlots; ++i) new (&gRing[i]) RawSample;
+    }
+    JmethodIdsForLoadedClasses();
+    static bool handlerInstalled = false;
+    if (!handlerInstalled) {
+        struct sigaction sa {};
+        sa.sa_sigaction = OnSignal;
+        sa.sa_flags = SA_SIGINFO | SA_RESTART;
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(SIGPROF, &sa, nullptr) != 0) return "cannot install the SIGPROF handler: no SampleHit events";
+        handlerInstalled = true;
+    }
+    stopping_.store(false);
+    running_.store(true, std::memory_order_release);
+    {
+        // The threads running now (later ones at their ThreadStart). Threads that are
+        // not the JVM's Java threads are dropped at their first sample.
+        std::lock_guard lock(threadsMutex_);
+        for (pid_t tid : TasksOfThisProcess()) AddThreadLocked(tid);
+    }
+    thread_ = std::thread(Run);
+    return "";
+}
+
+void Sampling::Stop() {
+    std::lock_guard control(controlMutex_);
+    if (!running_.load(std::memory_order_acquire)) return;
+    {
+        std::lock_guard lock(threadsMutex_);
+        for (auto &[tid, t] : threads_) {
+            if (t.hasTimer) timer_delete(t.timer);
+        }
+        threads_.clear();
+    }
+    running_.store(false, std::memory_order_release);
+    stopping_.store(true, std::memory_order_release);
+    if (thread_.joinable()) thread_.join();  // it raises what is left, then detaches from the JVM
+}
+
+// ---- Threads -------------------------------------------------------------------------------
+
+void Sampling::AddThreadLocked(pid_t tid) {
+    auto [it, added] = threads_.try_emplace(tid);
+    if (added) ArmLocked(it->second, tid);
+}
+
+void Sampling::ArmLocked(SampledThread &t, pid_t tid) {
+    if (wall_.load(std::memory_order_relaxed)) return;  // the sampler thread signals it
+    if (!t.hasTimer) {
+        sigevent event{};
+        event.sigev_notify = SIGEV_THREAD_ID;
+        event.sigev_signo = SIGPROF;
+        event._sigev_un._tid = tid;
+        if (timer_create(ThreadCpuClock(tid), &event, &t.timer) != 0) return;  // the thread is gone
+        t.hasTimer = true;
+    }
+    const long periodNs = 1'000'000'000L / static_cast<long>(hz_.load(std::memory_order_relaxed));
+    itimerspec spec{};
+    spec.it_interval.tv_sec = periodNs / 1'000'000'000L;
+    spec.it_interval.tv_nsec = periodNs % 1'000'000'000L;
+    spec.it_value = spec.it_interval;
+    timer_settime(t.timer, 0, &spec, nullptr);
+}
+
+void Sampling::DropThreadLocked(pid_t tid) {
+    auto it = threads_.find(tid);
+    if (it == threads_.end()) return;
+    if (it->second.hasTimer) timer_delete(it->second.timer);
+    threads_.erase(it);
+}
+
+void Sampling::ThreadStarted() {
+    if (!running_.load(std::memory_order_acquire) || tSamplerThread) return;
+    std::lock_guard lock(threadsMutex_);
+    AddThreadLocked(static_cast<pid_t>(syscall(SYS_gettid)));
+}
+
+void Sampling::ThreadEnded() {
+    if (!running_.load(std::memory_order_acquire) || tSamplerThread) return;
+    std::lock_guard lock(threadsMutex_);
+    DropThreadLocked(static_cast<pid_t>(syscall(SYS_gettid)));
+}
+
+void Sampling::SignalAll() {
+    const pid_t pid = getpid();
+    std::lock_guard lock(threadsMutex_);
+    for (auto it = threads_.begin(); it != threads_.end();) {
+        if (!it->second.notJava && syscall(SYS_tgkill, pid, it->first, SIGPROF) != 0 && errno == ESRCH) {
+            it = threads_.erase(it);  // ended without a ThreadEnd (not a Java thread)
+        } else {
+            ++it;
+        }
+    }
+}
+
+// ---- The sampler thread -----------------------------------------------------------------------
+
+void Sampling::DrainInFrame(JNIEnv *jni) {
+    InLocalFrame(jni, [] { Drain(); });
+}
+
+void Sampling::Run() {
+    tSamplerThread = true;
+    JavaVM *vm = Vm::Java();
+    JNIEnv *jni = nullptr;
+    JavaVMAttachArgs args{JNI_VERSION_1_8, const_cast<char *>("Martini sampler"), nullptr};
+    const bool attached = vm->AttachCurrentThreadAsDaemon(reinterpret_cast<void **>(&jni), &args) == JNI_OK;
+    if (!attached) jni = nullptr;
+    {
+        // Not sampled itself: attaching made it a Java thread with a ThreadStart.
+        std::lock_guard lock(threadsMutex_);
+        DropThreadLocked(static_cast<pid_t>(syscall(SYS_gettid)));
+    }
+    using Clock = std::chrono::steady_clock;
+    auto next = Clock::now();
+    auto lastDrain = next;
+    while (!stopping_.load(std::memory_order_acquire)) {
+        if (wall_.load(std::memory_order_relaxed)) {
+            next += std::chrono::nanoseconds(1'000'000'000L / hz_.load(std::memory_order_relaxed));
+            const auto now = Clock::now();
+            if (next < now) next = now;  // late (a slow drain): no burst to catch up
+            std::this_thread::sleep_until(next);
+            SignalAll();
+            if (Clock::now() - lastDrain >= std::chrono::milliseconds(20)) {
+                DrainInFrame(jni);
+                lastDrain = Clock::now();
+            }
+        } else {
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            DrainInFrame(jni);
+        }
+    }
+    // Samples taken before the timers were deleted; a handler still running on
+    // another thread finishes its slot within microseconds.
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    DrainInFrame(jni);
+    gMethodCache.clear();
+    if (attached) vm->DetachCurrentThread();
+}
+
+std::size_t Sampling::Drain() {
+    struct Ready {
+        RawSample *slot;
+        std::uint64_t time;
+    };
+    std::vector<Ready> ready;
+    for (std::size_t i = 0; i < kSlots; ++i) {
+        RawSample &s = gRing[i];
+        if (s.state.load(std::memory_order_acquire) == kReady) ready.push_back({&s, s.timeNs});
+    }
+    std::sort(ready.begin(), ready.end(), [](const Ready &a, const Ready &b) { return a.time < b.time; });
+    core::Core &core = Vm::Core();
+    const BitSet wanted = core.RequestedData(EV_SAMPLE_HIT);
+    std::vector<SStackEntry> stack;
+    std::vector<pid_t> notJava;
+    for (const Ready &r : ready) {
+        RawSample &s = *r.slot;
+        const jint n = s.numFrames;
+        TId threadId = s.threadId;
+        if (n == kNotJvmThread || (n <= 0 && threadId == 0)) {
+            // A GC, compiler or native thread (or a JVM thread with no Java frame that
+            // Martini never saw start): no runtime thread to name, no Java stack.
+            gNotJvmThread.fetch_add(1, std::memory_order_relaxed);
+            notJava.push_back(s.tid);
+            s.state.store(kFree, std::memory_order_release);
+            continue;
+        }
+        if (threadId == 0) threadId = Threads::IdOfOsThread(s.tid);  // started before Martini saw it
+        stack.clear();
+        if (n > 0) {
+            if (n == kMaxFrames) gTruncated.fetch_add(1, std::memory_order_relaxed);
+            for (jint i = 0; i < n; ++i) {
+                const AgctFrame &f = s.frames[i];
+                TId method = 0;
+                if (f.method != nullptr) {
+                    auto [it, added] = gMethodCache.try_emplace(f.method, 0);
+                    if (added) it->second = ClassRegistry::MethodIdOf(f.method);
+                    method = it->second;
+                }
+                const MethodRecord *m = ClassRegistry::Method(method);
+                const bool java = f.lineno >= 0;
+                const auto bci = static_cast<std::uint32_t>(f.lineno);
+                stack.push_back({method, java ? bci : ~0u, java && m != nullptr ? LineAt(m->lines, bci) : 0u});
+            }
+        } else {
+            const int cause = -n;
+            gFailed[cause < kCauseCount ? cause : kCauseCount].fetch_add(s.weight, std::memory_order_relaxed);
+        }
+        const std::uint32_t weight = s.weight;
+        const std::uint64_t time = s.timeNs;
+        s.state.store(kFree, std::memory_order_release);
+        if (threadId == 0) {
+            gNoId.fetch_add(weight, std::memory_order_relaxed);
+            continue;
+        }
+        SSampleHitEventData d;
+        core::Put(d, wanted, DR_THREAD_ID, d.threadId, threadId);
+        core::Put(d, wanted, DR_CPU_TIMESTAMP, d.uiCpuTimestamp, time);
+        if (n > 0 && (wanted & DR_VM_CALL_STACK)) {
+            d.stackTrace.entries = stack.data();
+            d.stackTrace.uiSize = d.stackTrace.uiActualSize = static_cast<unsigned>(stack.size());
+            d.validData |= DR_VM_CALL_STACK;
+        }
+        for (std::uint32_t w = 0; w < weight; ++w) core.Raise<ISampleHitEventObserver>(d);
+        gRaised.fetch_add(weight, std::memory_order_relaxed);
+    }
+    if (!notJava.empty()) {
+        std::lock_guard lock(threadsMutex_);
+        for (pid_t tid : notJava) {
+            auto it = threads_.find(tid);
+            if (it == threads_.end() || it->second.notJava) continue;
+            it->second.notJava = true;
+            if (it->second.hasTimer) timer_delete(it->second.timer);
+            it->second.hasTimer = false;
+        }
+    }
+    return ready.size();
+}
+
+// ---- Summary --------------------------------------------------------------------------------
+
+void Sampling::PrintSummary() {
+    if (gTaken.load() == 0 && gLost.load() == 0) return;
+    std::string failed;
+    std::uint64_t failedAll = 0;
+    for (int i = 0; i <= kCauseCount; ++i) {
+        const std::uint64_t n = gFailed[static_cast<std::size_t>(i)].load();
+        if (n == 0) continue;
+        failedAll += n;
+        failed += (failed.empty() ? "" : ", ") + std::to_string(n) + " " + (i < kCauseCount ? kCauses[i] : "other");
+    }
+    std::string line = "sampling: " + std::to_string(gRaised.load()) + " samples raised at " +
+                       std::to_string(hz_.load()) + (wall_.load() ? " Hz of wall-clock time" : " Hz of CPU time");
+    if (failedAll != 0) line += "; " + std::to_string(failedAll) + " could not be walked (" + failed + ")";
+    if (const auto lost = gLost.load(); lost != 0) line += "; " + std::to_string(lost) + " lost (buffer full)";
+    if (const auto truncated = gTruncated.load(); truncated != 0) {
+        line += "; " + std::to_string(truncated) + " stacks cut at " + std::to_string(kMaxFrames) + " frames";
+    }
+    if (const auto noId = gNoId.load(); noId != 0) line += "; " + std::to_string(noId) + " in threads without an id";
+    core::LogLine(line);
+}
+
+}  // namespace martini::jvm
