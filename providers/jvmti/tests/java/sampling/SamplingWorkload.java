@@ -102,6 +102,7 @@ public class SamplingWorkload {
             case "split": split(); break;
             case "counted": counted(); break;
             case "stress": stress(); break;
+            case "noop": break;
             default: throw new IllegalArgumentException(args[0]);
         }
         System.out.println("done " + args[0]);
