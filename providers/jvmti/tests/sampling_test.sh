@@ -80,14 +80,20 @@ for mode in cpu wall; do
 done
 
 # 5. Bad options: one line naming the problem, and the program runs on.
-bad() {  # bad OPTIONS EXPECTED
-  "$java" -agentpath:"$agent=cgprof=$1" -cp "$work/classes" SamplingWorkload noop >"$work/bad.out" 2>"$work/bad.err"
-  grep -q -- "$2" "$work/bad.err" && ok || fail "cgprof=$1: expected '$2', got: $(head -3 "$work/bad.err")"
+bad() {  # bad CGPROF_OPTIONS EXPECTED (or bad CLIENT=OPTIONS EXPECTED)
+  local spec=$1
+  case $spec in callcount=*|heapprof=*|threadprof=*) ;; *) spec=cgprof=$spec ;; esac
+  "$java" -agentpath:"$agent=$spec" -cp "$work/classes" SamplingWorkload noop >"$work/bad.out" 2>"$work/bad.err"
+  grep -q -- "$2" "$work/bad.err" && ok || fail "$spec: expected '$2', got: $(head -3 "$work/bad.err")"
 }
 bad sample=0 "option 'sample': '0' is not a rate in Hz"
 bad sample=20000 "not a rate in Hz (1 to 10000)"
 bad wall "option 'wall' needs sample mode"
 bad sample,counts "sample mode takes none of counts"
+# The bundled clients that cannot use samples say so.
+bad callcount=sample "callcount: cannot use samples (SampleHit)"
+bad heapprof=sample "cannot use samples (SampleHit): heapprof samples allocations"
+bad threadprof=sample "cannot use samples (SampleHit): threadprof records monitor"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
