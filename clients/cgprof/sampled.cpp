@@ -142,9 +142,11 @@ public:
         auto frame = [&](TId method) {
             auto [it, added] = frameOf.emplace(method, static_cast<std::uint32_t>(p.frames.size()));
             if (added) {
-                if (method == kNotWalkable || method == kCut || method == kBeyond) {
+                if (method == 0 || method == kNotWalkable || method == kCut || method == kBeyond) {
+                    // Method id 0 in a stack: a frame the runtime could not name.
                     report::Frame f;
-                    f.name = method == kNotWalkable ? "(stack not walkable)"
+                    f.name = method == 0              ? "(unknown frame)"
+                             : method == kNotWalkable ? "(stack not walkable)"
                              : method == kCut      ? "(outer frames cut: depth=" + std::to_string(o_.depth) + ")"
                                                    : "(more call paths: nodes=" + std::to_string(o_.nodes) + " reached)";
                     p.frames.push_back(f);

@@ -6,6 +6,8 @@
 #include "martini/core/log.h"
 
 #include <dirent.h>
+#include <pthread.h>
+#include <ucontext.h>
 #include <dlfcn.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -52,7 +54,8 @@ constexpr const char *kCauses[] = {
     "at safepoint",            // -10
 };
 constexpr int kCauseCount = sizeof kCauses / sizeof kCauses[0];
-constexpr jint kNotJvmThread = -1000;  // GetEnv found no JVM thread (a GC or native thread)
+constexpr jint kNotJvmThread = -1000;
+constexpr jint kUnknownFrameLine = -1000;  // the frame a retried walk could not name  // GetEnv found no JVM thread (a GC or native thread)
 
 std::atomic<AgctFn> gAgct{nullptr};
 
@@ -76,6 +79,7 @@ RawSample *gRing = nullptr;  // kSlots, mapped once, never unmapped
 std::atomic<std::uint64_t> gNext{0};
 
 // Counters (relaxed: read for the summary).
+std::atomic<std::uint64_t> gWalkedFromCaller{0}, gRecovered{0};
 std::atomic<std::uint64_t> gTaken{0}, gLost{0}, gRaised{0}, gNotJvmThread{0}, gNoId{0}, gTruncated{0};
 std::array<std::atomic<std::uint64_t>, kCauseCount + 1> gFailed{};  // last: causes AGCT does not name
 
@@ -90,6 +94,58 @@ RawSample *Claim() {
         }
     }
     return nullptr;
+}
+
+// The top of the calling thread's stack (set at ThreadStarted and Start, outside the
+// handler); 0 when not known. Bounds the retry below.
+constinit thread_local std::uintptr_t tStackTop __attribute__((tls_model("initial-exec"))) = 0;
+
+void NoteStackTop() {
+    pthread_attr_t attr;
+    if (pthread_getattr_np(pthread_self(), &attr) != 0) return;
+    void *base = nullptr;
+    std::size_t size = 0;
+    if (pthread_attr_getstack(&attr, &base, &size) == 0) tStackTop = reinterpret_cast<std::uintptr_t>(base) + size;
+    pthread_attr_destroy(&attr);
+}
+
+// AGCT gives up (-5, -6) when the interrupted frame is not fully built (a method's
+// prologue or epilogue, a stub: JDK-8178287). Walked again from its caller, as
+// async-profiler does: first as if the signal came right at a call (the return
+// address on top of the stack), then through the frame pointer, each only when the
+// stack slots read lie inside this thread's stack. The frame the thread was in is
+// left as an unknown frame (method 0) on top, so its time stays visible and is not
+// given to the caller. The registers are put back before the handler returns.
+void WalkFromCaller(const AgctFn agct, AgctTrace &trace, void *ucontext) {
+#if defined(__x86_64__)
+    const std::uintptr_t top = tStackTop;
+    if (top == 0 || ucontext == nullptr) return;
+    auto *uc = static_cast<ucontext_t *>(ucontext);
+    greg_t &rip = uc->uc_mcontext.gregs[REG_RIP], &rsp = uc->uc_mcontext.gregs[REG_RSP],
+           &rbp = uc->uc_mcontext.gregs[REG_RBP];
+    const greg_t pc = rip, sp = rsp, fp = rbp;
+    const auto usp = static_cast<std::uintptr_t>(sp), ufp = static_cast<std::uintptr_t>(fp);
+    auto retry = [&](greg_t newPc, greg_t newSp, greg_t newFp) {
+        rip = newPc;
+        rsp = newSp;
+        rbp = newFp;
+        trace.frames[0] = {kUnknownFrameLine, nullptr};
+        AgctTrace again{trace.env, 0, trace.frames + 1};
+        agct(&again, kMaxFrames - 1, ucontext);
+        if (again.numFrames > 0) trace.numFrames = again.numFrames + 1;
+    };
+    if (usp % 8 == 0 && usp + 8 <= top) {
+        retry(*reinterpret_cast<const greg_t *>(usp), sp + 8, fp);
+    }
+    if (trace.numFrames <= 0 && ufp % 8 == 0 && ufp > usp && ufp + 16 <= top) {
+        retry(reinterpret_cast<const greg_t *>(ufp)[1], fp + 16, reinterpret_cast<const greg_t *>(ufp)[0]);
+    }
+    rip = pc;
+    rsp = sp;
+    rbp = fp;
+#else
+    (void)agct, (void)trace, (void)ucontext;
+#endif
 }
 
 // The signal handler: async-signal-safe throughout (TLS reads, atomics, AGCT, rdtsc
@@ -111,6 +167,11 @@ void OnSignal(int, siginfo_t *info, void *ucontext) {
             if (jvmThread && agct != nullptr) {
                 AgctTrace trace{jni, 0, s->frames};
                 agct(&trace, kMaxFrames, ucontext);
+                if (trace.numFrames == -5 || trace.numFrames == -6) {
+                    gWalkedFromCaller.fetch_add(1, std::memory_order_relaxed);
+                    WalkFromCaller(agct, trace, ucontext);
+                    if (trace.numFrames > 0) gRecovered.fetch_add(1, std::memory_order_relaxed);
+                }
                 s->numFrames = trace.numFrames;
             } else {
                 s->numFrames = kNotJvmThread;
@@ -228,6 +289,7 @@ void Sampling::JmethodIdsForLoadedClasses() {
 }
 
 std::string Sampling::Start(JNIEnv *) {
+    NoteStackTop();  // the calling thread's (VMInit: the main thread)
     std::lock_guard control(controlMutex_);
     if (running_.load(std::memory_order_acquire)) return "";
     if (gAgct.load() == nullptr) {
@@ -311,7 +373,9 @@ void Sampling::DropThreadLocked(pid_t tid) {
 }
 
 void Sampling::ThreadStarted() {
-    if (!running_.load(std::memory_order_acquire) || tSamplerThread) return;
+    if (!wanted_ || tSamplerThread) return;
+    NoteStackTop();
+    if (!running_.load(std::memory_order_acquire)) return;
     std::lock_guard lock(threadsMutex_);
     AddThreadLocked(static_cast<pid_t>(syscall(SYS_gettid)));
 }
@@ -473,6 +537,10 @@ void Sampling::PrintSummary() {
     std::string line = "sampling: " + std::to_string(gRaised.load()) + " samples raised at " +
                        std::to_string(hz_.load()) + (wall_.load() ? " Hz of wall-clock time" : " Hz of CPU time");
     if (failedAll != 0) line += "; " + std::to_string(failedAll) + " could not be walked (" + failed + ")";
+    if (const auto retried = gWalkedFromCaller.load(); retried != 0) {
+        line += "; " + std::to_string(gRecovered.load()) + " of " + std::to_string(retried) +
+                " walked from the caller of an unknown frame";
+    }
     if (const auto lost = gLost.load(); lost != 0) line += "; " + std::to_string(lost) + " lost (buffer full)";
     if (const auto truncated = gTruncated.load(); truncated != 0) {
         line += "; " + std::to_string(truncated) + " stacks cut at " + std::to_string(kMaxFrames) + " frames";
