@@ -71,6 +71,7 @@ struct RawSample {
     pid_t tid = 0;
     std::uint32_t weight = 1;  // periods this sample stands for (timer overruns + 1)
     TId threadId = 0;          // the thread's Martini id when it has a context; 0 otherwise
+    std::uintptr_t pc = 0;     // where the thread was interrupted
     std::uint64_t timeNs = 0;
     AgctFrame frames[kMaxFrames];
 };
@@ -79,7 +80,7 @@ RawSample *gRing = nullptr;  // kSlots, mapped once, never unmapped
 std::atomic<std::uint64_t> gNext{0};
 
 // Counters (relaxed: read for the summary).
-std::atomic<std::uint64_t> gWalkedFromCaller{0}, gRecovered{0};
+std::atomic<std::uint64_t> gWalkedFromCaller{0}, gRecovered{0}, gNamedByAddress{0};
 std::atomic<std::uint64_t> gTaken{0}, gLost{0}, gRaised{0}, gNotJvmThread{0}, gNoId{0}, gTruncated{0};
 std::array<std::atomic<std::uint64_t>, kCauseCount + 1> gFailed{};  // last: causes AGCT does not name
 
@@ -94,6 +95,44 @@ RawSample *Claim() {
         }
     }
     return nullptr;
+}
+
+// ---- Where the JVM's code is ---------------------------------------------------------------
+
+// One bit per 32 bytes of a 2 GiB window around the first code the JVM reported (its
+// code cache is one reservation, 240 MiB by default): set for compiled methods that
+// are alive, the interpreter and the stubs. Read by the handler without a lock.
+constexpr std::uintptr_t kCodeGrain = 32;
+constexpr std::uintptr_t kCodeWindow = std::uintptr_t{1} << 31;
+std::atomic<std::uintptr_t> gCodeBase{0};
+std::atomic<std::uint8_t> *gCodeBits = nullptr;  // kCodeWindow / kCodeGrain bits, mapped on first use
+
+bool IsCode(std::uintptr_t pc) {
+    const std::uintptr_t base = gCodeBase.load(std::memory_order_acquire);
+    if (base == 0 || pc < base || pc - base >= kCodeWindow) return false;
+    const std::uintptr_t granule = (pc - base) / kCodeGrain;
+    return (gCodeBits[granule / 8].load(std::memory_order_relaxed) >> (granule % 8)) & 1;
+}
+
+void MarkCode(std::uintptr_t start, std::size_t size, bool live) {
+    if (size == 0) return;
+    if (gCodeBase.load(std::memory_order_acquire) == 0) {
+        void *bits = mmap(nullptr, kCodeWindow / kCodeGrain / 8, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                          -1, 0);
+        if (bits == MAP_FAILED) return;
+        gCodeBits = static_cast<std::atomic<std::uint8_t> *>(bits);
+        const std::uintptr_t half = kCodeWindow / 2;
+        gCodeBase.store(start > half ? (start - half) & ~(kCodeGrain - 1) : kCodeGrain, std::memory_order_release);
+    }
+    const std::uintptr_t base = gCodeBase.load(std::memory_order_acquire);
+    if (start < base || start - base >= kCodeWindow || start - base + size > kCodeWindow) return;
+    // Unloading clears whole granules: a neighbour's first or last 32 bytes may read
+    // as no code until it is reported again (a retry missed, never a wrong one).
+    for (std::uintptr_t g = (start - base) / kCodeGrain; g <= (start - base + size - 1) / kCodeGrain; ++g) {
+        const auto bit = static_cast<std::uint8_t>(1u << (g % 8));
+        if (live) gCodeBits[g / 8].fetch_or(bit, std::memory_order_relaxed);
+        else gCodeBits[g / 8].fetch_and(static_cast<std::uint8_t>(~bit), std::memory_order_relaxed);
+    }
 }
 
 // The top of the calling thread's stack (set at ThreadStarted and Start, outside the
@@ -113,7 +152,9 @@ void NoteStackTop() {
 // prologue or epilogue, a stub: JDK-8178287). Walked again from its caller, as
 // async-profiler does: first as if the signal came right at a call (the return
 // address on top of the stack), then through the frame pointer, each only when the
-// stack slots read lie inside this thread's stack. The frame the thread was in is
+// stack slots read lie inside this thread's stack and the address found there is in
+// code the JVM reported (a compiled method alive, the interpreter, a stub): AGCT
+// must not be handed an address that is not a return address into live code. The frame the thread was in is
 // left as an unknown frame (method 0) on top, so its time stays visible and is not
 // given to the caller. The registers are put back before the handler returns.
 void WalkFromCaller(const AgctFn agct, AgctTrace &trace, void *ucontext) {
@@ -135,10 +176,12 @@ void WalkFromCaller(const AgctFn agct, AgctTrace &trace, void *ucontext) {
         if (again.numFrames > 0) trace.numFrames = again.numFrames + 1;
     };
     if (usp % 8 == 0 && usp + 8 <= top) {
-        retry(*reinterpret_cast<const greg_t *>(usp), sp + 8, fp);
+        const greg_t ret = *reinterpret_cast<const greg_t *>(usp);
+        if (IsCode(static_cast<std::uintptr_t>(ret))) retry(ret, sp + 8, fp);
     }
     if (trace.numFrames <= 0 && ufp % 8 == 0 && ufp > usp && ufp + 16 <= top) {
-        retry(reinterpret_cast<const greg_t *>(ufp)[1], fp + 16, reinterpret_cast<const greg_t *>(ufp)[0]);
+        const greg_t ret = reinterpret_cast<const greg_t *>(ufp)[1];
+        if (IsCode(static_cast<std::uintptr_t>(ret))) retry(ret, fp + 16, reinterpret_cast<const greg_t *>(ufp)[0]);
     }
     rip = pc;
     rsp = sp;
@@ -164,6 +207,9 @@ void OnSignal(int, siginfo_t *info, void *ucontext) {
                             ? 1 + static_cast<std::uint32_t>(std::min(info->si_overrun, 1000))
                             : 1;
             s->timeNs = NowNs();
+#if defined(__x86_64__)
+            s->pc = static_cast<std::uintptr_t>(static_cast<ucontext_t *>(ucontext)->uc_mcontext.gregs[REG_RIP]);
+#endif
             if (jvmThread && agct != nullptr) {
                 AgctTrace trace{jni, 0, s->frames};
                 agct(&trace, kMaxFrames, ucontext);
@@ -235,6 +281,11 @@ void Sampling::SetCallbacks(jvmtiEventCallbacks &callbacks) {
 
 void Sampling::EnableEvents() {
     if (!wanted_) return;
+    jvmtiPhase phase = JVMTI_PHASE_LIVE;
+    Vm::Jvmti()->GetPhase(&phase);
+    codeComplete_ = phase == JVMTI_PHASE_ONLOAD;
+    Vm::Jvmti()->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_COMPILED_METHOD_UNLOAD, nullptr);
+    Vm::Jvmti()->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_DYNAMIC_CODE_GENERATED, nullptr);
     // AsyncGetCallTrace answers "no class load" (-1) while nobody asks for these.
     Vm::Jvmti()->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_CLASS_LOAD, nullptr);
     Vm::Jvmti()->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_COMPILED_METHOD_LOAD, nullptr);
@@ -265,6 +316,38 @@ void Sampling::Prepared(jclass klass) {
     if (Vm::Jvmti()->GetClassMethods(klass, &count, &methods) == JVMTI_ERROR_NONE) {
         Vm::Jvmti()->Deallocate(reinterpret_cast<unsigned char *>(methods));
     }
+}
+
+void Sampling::CodeLoaded(const void *address, jint size, jmethodID method) {
+    if (!wanted_ || address == nullptr || size <= 0) return;
+    const auto start = reinterpret_cast<std::uintptr_t>(address);
+    {
+        std::lock_guard lock(codeMutex_);
+        code_[start] = {static_cast<std::size_t>(size), method};
+    }
+    MarkCode(start, static_cast<std::size_t>(size), true);
+}
+
+void Sampling::CodeUnloaded(const void *address) {
+    if (!wanted_) return;
+    const auto start = reinterpret_cast<std::uintptr_t>(address);
+    std::size_t size = 0;
+    {
+        std::lock_guard lock(codeMutex_);
+        auto it = code_.find(start);
+        if (it == code_.end()) return;
+        size = it->second.size;
+        code_.erase(it);
+    }
+    MarkCode(start, size, false);
+}
+
+jmethodID Sampling::MethodAt(std::uintptr_t pc) {
+    std::lock_guard lock(codeMutex_);
+    auto it = code_.upper_bound(pc);
+    if (it == code_.begin()) return nullptr;
+    --it;
+    return pc - it->first < it->second.size ? it->second.method : nullptr;
 }
 
 void Sampling::JmethodIdsForLoadedClasses() {
@@ -304,6 +387,11 @@ std::string Sampling::Start(JNIEnv *) {
         for (std::size_t i = 0; i < kSlots; ++i) new (&gRing[i]) RawSample;
     }
     JmethodIdsForLoadedClasses();
+    if (!codeComplete_) {  // started after Agent_OnLoad (attach): the code made before
+        Vm::Jvmti()->GenerateEvents(JVMTI_EVENT_DYNAMIC_CODE_GENERATED);
+        Vm::Jvmti()->GenerateEvents(JVMTI_EVENT_COMPILED_METHOD_LOAD);
+        codeComplete_ = true;
+    }
     static bool handlerInstalled = false;
     if (!handlerInstalled) {
         struct sigaction sa {};
@@ -475,7 +563,13 @@ std::size_t Sampling::Drain() {
         if (n > 0) {
             if (n == kMaxFrames) gTruncated.fetch_add(1, std::memory_order_relaxed);
             for (jint i = 0; i < n; ++i) {
-                const AgctFrame &f = s.frames[i];
+                AgctFrame f = s.frames[i];
+                if (i == 0 && f.lineno == kUnknownFrameLine) {
+                    // A walk retried from the caller: the interrupted frame named by
+                    // the compiled method its address is in, when it is in one.
+                    f.method = MethodAt(s.pc);
+                    if (f.method != nullptr) gNamedByAddress.fetch_add(1, std::memory_order_relaxed);
+                }
                 TId method = 0;
                 if (f.method != nullptr) {
                     auto [it, added] = gMethodCache.try_emplace(f.method, 0);
@@ -539,7 +633,8 @@ void Sampling::PrintSummary() {
     if (failedAll != 0) line += "; " + std::to_string(failedAll) + " could not be walked (" + failed + ")";
     if (const auto retried = gWalkedFromCaller.load(); retried != 0) {
         line += "; " + std::to_string(gRecovered.load()) + " of " + std::to_string(retried) +
-                " walked from the caller of an unknown frame";
+                " walked from the caller of an unknown frame (" + std::to_string(gNamedByAddress.load()) +
+                " of those frames named from their compiled code's address)";
     }
     if (const auto lost = gLost.load(); lost != 0) line += "; " + std::to_string(lost) + " lost (buffer full)";
     if (const auto truncated = gTruncated.load(); truncated != 0) {

@@ -38,6 +38,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <map>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -72,6 +73,12 @@ public:
 
     // ClassPrepare (Instrumentation): the class's jmethodIDs, so AGCT can name its methods.
     static void Prepared(jclass klass);
+    // CompiledMethodLoad/Unload and DynamicCodeGenerated (CompiledCode): where the
+    // JVM's code is, so that a walk is retried only from an address inside it.
+    // `method`: the compiled method's (null for the interpreter and stubs), which
+    // names a frame AGCT could not name at an address inside it.
+    static void CodeLoaded(const void *address, jint size, jmethodID method);
+    static void CodeUnloaded(const void *address);
     // On the thread itself, at ThreadStart and ThreadEnd (Threads).
     static void ThreadStarted();
     static void ThreadEnded();
@@ -104,6 +111,16 @@ private:
     static inline std::mutex threadsMutex_;
     static inline std::unordered_map<pid_t, SampledThread> threads_;
     static inline std::thread thread_;
+    struct CodeRange {
+        std::size_t size;
+        jmethodID method;
+    };
+    static inline std::mutex codeMutex_;  // code_ (code events and the sampler thread; never the handler)
+    static inline std::map<std::uintptr_t, CodeRange> code_;  // by start address
+    static jmethodID MethodAt(std::uintptr_t pc);
+    // The code events were on from Agent_OnLoad, so every range was seen; else
+    // Start asks the JVM for the code made before (GenerateEvents).
+    static inline bool codeComplete_ = false;
 };
 
 }  // namespace martini::jvm
