@@ -5,6 +5,7 @@
 # side by side on this (shared, noisy) machine.
 #
 #   bash bench/jvm_sampling.sh [BUILD_DIR] [REPETITIONS]     (defaults: build, 7)
+#   CONFIGS="sample-100 jfr-profile" bash bench/jvm_sampling.sh ...   (a subset; plain is always run)
 #
 # Workload: javac compiling 146 JDK sources (java.util.concurrent, .function, .regex;
 # Debian's openjdk-17-source, installed if missing), as bench/jvm_overhead.sh.
@@ -39,6 +40,17 @@ javac_cmd() { java "$@" -m jdk.compiler/com.sun.tools.javac.Main -nowarn -XDigno
   --patch-module java.base="$work/java.base" -d "$work/out" @"$work/sources.txt"; }
 
 configs=(plain sample-100 sample-1k wall-100 jfr-profile)
+if [ -n "${CONFIGS:-}" ]; then  # a subset: CONFIGS="sample-100 jfr-profile" (plain is always run)
+  read -r -a chosen <<<"$CONFIGS"
+  configs=(plain)
+  for c in "${chosen[@]}"; do
+    case " sample-100 sample-1k wall-100 jfr-profile " in
+      *" $c "*) configs+=("$c") ;;
+      plain) ;;
+      *) echo "unknown configuration '$c'"; exit 2 ;;
+    esac
+  done
+fi
 args_for() {
   case $1 in
     plain) ;;

@@ -19,6 +19,7 @@
 #include <array>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <vector>
 
@@ -66,7 +67,6 @@ constexpr std::size_t kSlots = 1024;
 enum SlotState : std::uint32_t { kFree = 0, kFilling = 1, kReady = 2 };
 
 struct RawSample {
-    std::atomic<std::uint32_t> state{kFree};
     jint numFrames = 0;
     pid_t tid = 0;
     std::uint32_t weight = 1;  // periods this sample stands for (timer overruns + 1)
@@ -77,10 +77,15 @@ struct RawSample {
 };
 
 RawSample *gRing = nullptr;  // kSlots, mapped once, never unmapped
+// Each slot's state, apart from the 8 KiB slots: the sampler thread's scan reads one
+// page, not a page per slot.
+std::array<std::atomic<std::uint32_t>, kSlots> gStates{};
+std::atomic<std::uint32_t> &StateOf(const RawSample &s) { return gStates[static_cast<std::size_t>(&s - gRing)]; }
 std::atomic<std::uint64_t> gNext{0};
 
 // Counters (relaxed: read for the summary).
 std::atomic<std::uint64_t> gWalkedFromCaller{0}, gRecovered{0}, gNamedByAddress{0};
+std::atomic<std::uint64_t> gHandlerNs{0}, gSamplerCpuNs{0};  // the direct cost, for the summary
 std::atomic<std::uint64_t> gTaken{0}, gLost{0}, gRaised{0}, gNotJvmThread{0}, gNoId{0}, gTruncated{0};
 std::array<std::atomic<std::uint64_t>, kCauseCount + 1> gFailed{};  // last: causes AGCT does not name
 
@@ -90,7 +95,7 @@ RawSample *Claim() {
     for (std::uint64_t i = 0; i < 8; ++i) {
         RawSample &s = gRing[(start + i) % kSlots];
         std::uint32_t expected = kFree;
-        if (s.state.compare_exchange_strong(expected, kFilling, std::memory_order_acquire, std::memory_order_relaxed)) {
+        if (StateOf(s).compare_exchange_strong(expected, kFilling, std::memory_order_acquire, std::memory_order_relaxed)) {
             return &s;
         }
     }
@@ -196,6 +201,7 @@ void WalkFromCaller(const AgctFn agct, AgctTrace &trace, void *ucontext) {
 void OnSignal(int, siginfo_t *info, void *ucontext) {
     const int savedErrno = errno;
     if (Sampling::Running()) {
+        const std::uint64_t entered = NowNs();
         JNIEnv *jni = nullptr;
         const AgctFn agct = gAgct.load(std::memory_order_relaxed);
         JavaVM *vm = Vm::Java();
@@ -222,11 +228,12 @@ void OnSignal(int, siginfo_t *info, void *ucontext) {
             } else {
                 s->numFrames = kNotJvmThread;
             }
-            s->state.store(kReady, std::memory_order_release);
+            StateOf(*s).store(kReady, std::memory_order_release);
             gTaken.fetch_add(1, std::memory_order_relaxed);
         } else {
             gLost.fetch_add(1, std::memory_order_relaxed);
         }
+        gHandlerNs.fetch_add(NowNs() - entered, std::memory_order_relaxed);
     }
     errno = savedErrno;
 }
@@ -528,6 +535,12 @@ void Sampling::Run() {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
     DrainInFrame(jni);
     gMethodCache.clear();
+    timespec cpu{};
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0) {
+        gSamplerCpuNs.fetch_add(static_cast<std::uint64_t>(cpu.tv_sec) * 1'000'000'000ull +
+                                    static_cast<std::uint64_t>(cpu.tv_nsec),
+                                std::memory_order_relaxed);
+    }
     if (attached) vm->DetachCurrentThread();
 }
 
@@ -538,8 +551,7 @@ std::size_t Sampling::Drain() {
     };
     std::vector<Ready> ready;
     for (std::size_t i = 0; i < kSlots; ++i) {
-        RawSample &s = gRing[i];
-        if (s.state.load(std::memory_order_acquire) == kReady) ready.push_back({&s, s.timeNs});
+        if (gStates[i].load(std::memory_order_acquire) == kReady) ready.push_back({&gRing[i], gRing[i].timeNs});
     }
     std::sort(ready.begin(), ready.end(), [](const Ready &a, const Ready &b) { return a.time < b.time; });
     core::Core &core = Vm::Core();
@@ -555,7 +567,7 @@ std::size_t Sampling::Drain() {
             // Martini never saw start): no runtime thread to name, no Java stack.
             gNotJvmThread.fetch_add(1, std::memory_order_relaxed);
             notJava.push_back(s.tid);
-            s.state.store(kFree, std::memory_order_release);
+            StateOf(s).store(kFree, std::memory_order_release);
             continue;
         }
         if (threadId == 0) threadId = Threads::IdOfOsThread(s.tid);  // started before Martini saw it
@@ -587,7 +599,7 @@ std::size_t Sampling::Drain() {
         }
         const std::uint32_t weight = s.weight;
         const std::uint64_t time = s.timeNs;
-        s.state.store(kFree, std::memory_order_release);
+        StateOf(s).store(kFree, std::memory_order_release);
         if (threadId == 0) {
             gNoId.fetch_add(weight, std::memory_order_relaxed);
             continue;
@@ -641,6 +653,10 @@ void Sampling::PrintSummary() {
         line += "; " + std::to_string(truncated) + " stacks cut at " + std::to_string(kMaxFrames) + " frames";
     }
     if (const auto noId = gNoId.load(); noId != 0) line += "; " + std::to_string(noId) + " in threads without an id";
+    char cost[128];
+    std::snprintf(cost, sizeof cost, "; CPU spent: %.1f ms in the signal handler, %.1f ms on the sampler thread",
+                  static_cast<double>(gHandlerNs.load()) / 1e6, static_cast<double>(gSamplerCpuNs.load()) / 1e6);
+    line += cost;
     core::LogLine(line);
 }
 
