@@ -290,12 +290,23 @@ void Sampling::EnableEvents() {
     if (!wanted_) return;
     jvmtiPhase phase = JVMTI_PHASE_LIVE;
     Vm::Jvmti()->GetPhase(&phase);
-    codeComplete_ = phase == JVMTI_PHASE_ONLOAD;
-    Vm::Jvmti()->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_COMPILED_METHOD_UNLOAD, nullptr);
-    Vm::Jvmti()->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_DYNAMIC_CODE_GENERATED, nullptr);
+    SwitchEvents(true);
+    codeComplete_ = phase == JVMTI_PHASE_ONLOAD;  // every piece of code will be reported
+}
+
+void Sampling::SwitchEvents(bool on) {
+    jvmtiEnv *jvmti = Vm::Jvmti();
     // AsyncGetCallTrace answers "no class load" (-1) while nobody asks for these.
-    Vm::Jvmti()->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_CLASS_LOAD, nullptr);
-    Vm::Jvmti()->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_COMPILED_METHOD_LOAD, nullptr);
+    jvmti->SetEventNotificationMode(on ? JVMTI_ENABLE : JVMTI_DISABLE, JVMTI_EVENT_CLASS_LOAD, nullptr);
+    // The code events stay on while a client wants them (CompiledCode).
+    static constexpr Vm::EventSwitch kCode[] = {
+        {EV_JITTED_METHOD_LOADED, JVMTI_EVENT_COMPILED_METHOD_LOAD},
+        {EV_JITTED_METHOD_UNLOADED, JVMTI_EVENT_COMPILED_METHOD_UNLOAD},
+        {EV_DYNAMIC_CODE_GENERATED, JVMTI_EVENT_DYNAMIC_CODE_GENERATED},
+    };
+    for (const Vm::EventSwitch &e : kCode) {
+        if (on || !Vm::Wants(e.event)) jvmti->SetEventNotificationMode(on ? JVMTI_ENABLE : JVMTI_DISABLE, e.jvmti, nullptr);
+    }
 }
 
 TResult Sampling::SetRate(unsigned hz, bool wall) {
@@ -317,7 +328,7 @@ TResult Sampling::SetRate(unsigned hz, bool wall) {
 }
 
 void Sampling::Prepared(jclass klass) {
-    if (!wanted_) return;
+    if (!wanted_ || !active_.load(std::memory_order_acquire)) return;
     jint count = 0;
     jmethodID *methods = nullptr;
     if (Vm::Jvmti()->GetClassMethods(klass, &count, &methods) == JVMTI_ERROR_NONE) {
@@ -393,8 +404,10 @@ std::string Sampling::Start(JNIEnv *) {
         gRing = static_cast<RawSample *>(ring);
         for (std::size_t i = 0; i < kSlots; ++i) new (&gRing[i]) RawSample;
     }
+    active_.store(true, std::memory_order_release);  // ClassPrepare makes jmethodIDs from now on
     JmethodIdsForLoadedClasses();
-    if (!codeComplete_) {  // started after Agent_OnLoad (attach): the code made before
+    if (!codeComplete_) {  // started after Agent_OnLoad (attach) or after a Stop: the code made before
+        SwitchEvents(true);
         Vm::Jvmti()->GenerateEvents(JVMTI_EVENT_DYNAMIC_CODE_GENERATED);
         Vm::Jvmti()->GenerateEvents(JVMTI_EVENT_COMPILED_METHOD_LOAD);
         codeComplete_ = true;
@@ -433,6 +446,18 @@ void Sampling::Stop() {
     running_.store(false, std::memory_order_release);
     stopping_.store(true, std::memory_order_release);
     if (thread_.joinable()) thread_.join();  // it raises what is left, then detaches from the JVM
+    // The JVM back to full speed: no ClassLoad, CompiledMethodLoad (and with it the
+    // debug information at every instruction) or jmethodIDs at ClassPrepare. What is
+    // known of the code is dropped: unloads are not seen from now on, and Start asks
+    // for it all again.
+    active_.store(false, std::memory_order_release);
+    SwitchEvents(false);
+    {
+        std::lock_guard lock(codeMutex_);
+        code_.clear();
+    }
+    if (gCodeBits != nullptr) madvise(gCodeBits, kCodeWindow / kCodeGrain / 8, MADV_DONTNEED);  // zeroes
+    codeComplete_ = false;
 }
 
 // ---- Threads -------------------------------------------------------------------------------

@@ -67,7 +67,8 @@ public:
     // Returns "" or why sampling cannot run (no AGCT in this JVM, ...).
     static std::string Start(JNIEnv *jni);
     // Stops sampling (idempotent): the timers deleted, the samples taken so far
-    // raised, the sampler thread ended. The handler stays installed and returns at once.
+    // raised, the sampler thread ended, ClassLoad and the code events off (those no
+    // client wants). The handler stays installed and returns at once.
     static void Stop();
     static bool Running() { return running_.load(std::memory_order_acquire); }
 
@@ -93,6 +94,7 @@ private:
         bool notJava = false;  // its samples found no Java thread: left alone
     };
     static void JmethodIdsForLoadedClasses();
+    static void SwitchEvents(bool on);  // ClassLoad and the code events
     // Caller holds threadsMutex_.
     static void AddThreadLocked(pid_t tid);
     static void ArmLocked(SampledThread &t, pid_t tid);
@@ -107,6 +109,7 @@ private:
     static inline std::atomic<bool> wall_{false};
     static inline std::atomic<bool> running_{false};
     static inline std::atomic<bool> stopping_{false};
+    static inline std::atomic<bool> active_{false};  // from Start to Stop: jmethodIDs at ClassPrepare
     static inline std::mutex controlMutex_;  // Start, Stop
     static inline std::mutex threadsMutex_;
     static inline std::unordered_map<pid_t, SampledThread> threads_;
