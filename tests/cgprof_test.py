@@ -262,6 +262,47 @@ if go:
 else:
     print("SKIP: go tool pprof (Debian's golang-go) is not installed")
 
+# -- sample mode (SampleHit) -------------------------------------------------------------
+strace = os.path.join(source, "tests", "cgprof", "samples.jsonl")
+sout = os.path.join(work, "sampled")
+r = run([replay, "--client", f"cgprof=sample,top=5,formats=all,out={sout}", strace])
+p = json.load(open(os.path.join(sout, "cgprof.json")))
+check("sample mode: sample counts per path, the unwalkable sample kept under the root",
+      tree_paths(p, "samples") == ["(stack_not_walkable) 1", "a.A.leaf 4", "a.A.main 2", "a.A.main;a.A.work 3",
+                                   "a.A.main;a.A.work;a.A.leaf 5"], tree_paths(p, "samples"))
+check("sample mode: estimated CPU time = samples x 10 ms at 100 Hz",
+      "a.A.main;a.A.work;a.A.leaf 50000000" in tree_paths(p, "cpu"), tree_paths(p, "cpu"))
+check("sample mode: metrics, default metric, mode, period",
+      [m["name"] + "/" + m["unit"] for m in p["metrics"]] == ["samples/count", "cpu/nanoseconds"] and
+      p["defaultMetric"] == "cpu" and p["mode"] == "sampled 100 Hz cpu" and p["periodNs"] == 10000000, p)
+check("sample mode: counters say how many samples and how many could not be walked",
+      p["counters"]["samples"] == 15 and p["counters"]["samples_not_walkable"] == 1 and
+      p["counters"]["sampling_hz"] == 100, p["counters"])
+check("sample mode: the terminal says it is sampled, at what rate, what failed",
+      "cgprof: sampled at 100 Hz of CPU time: 15 samples, 1 could not be walked\n" in r.stderr and
+      re.search(r"a\.A\.leaf\s+60\.0%\s+60\.0%\s+90\.0\s+90\.0", r.stderr), r.stderr)
+check("sample mode: thread names", sorted(t["name"] for t in p["threads"]) == ["main", "worker"], p["threads"])
+chrome = json.load(open(os.path.join(sout, "cgprof.trace.json")))
+check("sample mode: the Chrome trace is a synthesized flame chart",
+      "synthesized" in json.dumps(chrome) and any(e.get("name") == "a.A.leaf" for e in chrome["traceEvents"]))
+raw = gzip.open(os.path.join(sout, "cgprof.pb.gz")).read()
+check("sample mode: pprof written", len(raw) > 50 and raw[0] == 0x0a, raw[:8])
+if go:
+    r = subprocess.run([go, "tool", "pprof", "-raw", os.path.join(sout, "cgprof.pb.gz")], capture_output=True,
+                       text=True, env=dict(env, HOME=work, PPROF_TMPDIR=work))
+    check("sample mode: pprof sample types samples/count, cpu/nanoseconds; period 10 ms of cpu",
+          r.returncode == 0 and "samples/count cpu/nanoseconds" in r.stdout and "PeriodType: cpu nanoseconds" in r.stdout
+          and "Period: 10000000" in r.stdout, r.stdout + r.stderr)
+sout = os.path.join(work, "sampled-wall")
+r = run([replay, "--client", f"cgprof=sample=1000,wall,top=0,out={sout}", strace])
+p = json.load(open(os.path.join(sout, "cgprof.json")))
+check("sample mode, wall: wall metric at 1 ms a sample",
+      p["mode"] == "sampled 1000 Hz wall" and "a.A.leaf 4000000" in tree_paths(p, "wall"), tree_paths(p, "wall"))
+for bad, said in [("sample=0", "option 'sample': '0' is not a rate in Hz"), ("wall", "option 'wall' needs sample mode"),
+                  ("sample,include=a.*", "sample mode takes none of"), ("sample=x", "is not a rate in Hz")]:
+    r = run([replay, "--client", f"cgprof={bad}", strace], expect=None)
+    check(f"sample mode: bad option {bad}", said in r.stderr, r.stderr)
+
 # -- martini report / convert ----------------------------------------------------------
 profile_path = os.path.join(out, "cgprof.json")
 r = run([martini, "report", profile_path, "--top", "2"])

@@ -217,6 +217,10 @@ bool ParseOptions(const char *text) {
                 return false;
             }
             g_outPath = value;
+        } else if (key == "sample" || key == "wall") {
+            std::fprintf(stderr, "callcount: cannot use samples (SampleHit): it counts every call exactly; "
+                                 "cgprof=sample samples\n");
+            return false;
         } else {
             std::fprintf(stderr, "callcount: unknown option '%s' (known: top=N, out=FILE, include=PREFIX, time)\n",
                          key.c_str());

@@ -19,6 +19,7 @@
 #include "martini/clients/support.h"
 #include "martini/filters/rule_set.h"
 #include "martini/report/profile.h"
+#include "sampled.h"
 
 #include <algorithm>
 #include <array>
@@ -55,7 +56,10 @@ const char kUsage[] =
     "  nodes=N           calling contexts kept per thread (default 500000); calls on further new paths are\n"
     "                    kept per method under \"(more call paths)\", so per-method figures stay exact\n"
     "  trace=N           time mode: the first N calls entered become Chrome trace slices (default 100000)\n"
-    "  paused            start paused: the call-graph group is enabled by an EcStart command\n";
+    "  paused            start paused: the call-graph group is enabled by an EcStart command\n"
+    "  sample[=HZ]       sample mode: trees from SampleHit stacks at HZ per second per thread (default 100,\n"
+    "                    at most 10000), time estimated from the samples; nothing instrumented\n"
+    "  wall              sample mode on wall-clock time (every thread, sleeping and blocked too), not CPU time\n";
 
 struct Options {
     bool time = true;
@@ -67,6 +71,9 @@ struct Options {
     std::size_t nodes = 500000;
     std::uint64_t trace = 100000;
     bool paused = false;
+    unsigned sampleHz = 0;  // sample mode when not 0
+    bool wall = false;
+    bool exactOnly = false;  // an option of the exact modes was given (counts, cpu, trace, filters)
 };
 
 // The files written by default: the ones people open (the flame graph) and the one
@@ -90,7 +97,18 @@ std::string ParseOptions(const char *text, Options &o) {
         if ((k == "counts" || k == "time" || k == "cpu" || k == "paused") && it.hasValue) {
             return "option '" + k + "' takes no value";
         }
-        if (k == "counts") o.time = false;
+        if (k == "wall" && it.hasValue) return "option 'wall' takes no value";
+        if (k == "counts" || k == "cpu" || k == "trace" || k == "include" || k == "exclude" || k == "filter") {
+            o.exactOnly = true;
+        }
+        if (k == "sample") {
+            o.sampleHz = kDefaultSamplingHz;
+            if (it.hasValue && (!ParseCount(it.value, n) || n == 0 || n > kMaxSamplingHz)) {
+                return "option 'sample': '" + it.value + "' is not a rate in Hz (1 to " + std::to_string(kMaxSamplingHz) + ")";
+            }
+            if (it.hasValue) o.sampleHz = static_cast<unsigned>(n);
+        } else if (k == "wall") o.wall = true;
+        else if (k == "counts") o.time = false;
         else if (k == "time") o.time = true;
         else if (k == "cpu") o.cpu = true;
         else if (k == "paused") o.paused = true;
@@ -113,6 +131,10 @@ std::string ParseOptions(const char *text, Options &o) {
         } else {
             return "unknown option '" + k + "'";
         }
+    }
+    if (o.wall && o.sampleHz == 0) return "option 'wall' needs sample mode (sample[=HZ],wall)";
+    if (o.sampleHz != 0 && o.exactOnly) {
+        return "sample mode takes none of counts, cpu, trace=, include=, exclude=, filter= (SampleHit has no filters)";
     }
     if (o.cpu && !o.time) return "option 'cpu' needs time mode (drop 'counts')";
     if (!o.filter.empty() && (!o.includes.empty() || !o.excludes.empty())) {
@@ -566,6 +588,16 @@ extern "C" API_EXPORT TResult MPICL_Instantiate(IMpi *mpi, TId clientId, const c
     Options o;
     if (TResult r = martini::clients::ParseClientOptions("cgprof", kUsage, options, o, ParseOptions); r != MRTE_RESULT_OK) {
         return r;
+    }
+    if (o.sampleHz != 0) {
+        cgprof::SampledOptions s;
+        s.hz = o.sampleHz;
+        s.wall = o.wall;
+        s.out = o.out;
+        s.depth = o.depth;
+        s.nodes = o.nodes;
+        s.paused = o.paused;
+        return cgprof::InstantiateSampled(*mpi, clientId, std::move(s));
     }
     // Kept until the process ends once instantiated (the runtime may raise events
     // until then); freed here when instantiation fails (nothing was registered then).

@@ -87,6 +87,9 @@ std::string ParseOptions(const char *text, Options &o) {
             o.includes.push_back(it.value);
         } else if (o.out.Parse(k, it.value, error)) {
             if (!error.empty()) return error;
+        } else if (k == "sample" || k == "wall") {
+            return "cannot use samples (SampleHit): heapprof samples allocations (interval=BYTES); cgprof=sample "
+                   "samples stacks";
         } else {
             return "unknown option '" + k + "'";
         }

@@ -67,6 +67,9 @@ std::string ParseOptions(const char *text, Options &o) {
             o.slices = n;
         } else if (o.out.Parse(it.key, it.value, error)) {
             if (!error.empty()) return error;
+        } else if (it.key == "sample" || it.key == "wall") {
+            return "cannot use samples (SampleHit): threadprof records monitor and thread events; cgprof=sample,wall "
+                   "samples waiting threads";
         } else {
             return "unknown option '" + it.key + "'";
         }

@@ -352,4 +352,20 @@ TResult Registry::SetAllocationSamplingInterval(TId clientId, unsigned int bytes
     });
 }
 
+TResult Registry::SetSamplingRate(TId clientId, unsigned int hz, ESamplingClock clock) noexcept {
+    return Guarded([&]() -> TResult {
+        if (Find(clientId) == nullptr) return MRTE_ERROR_ILLEGAL_ID;
+        if (hz == 0 || hz > kMaxSamplingHz || (clock != SC_CPU && clock != SC_WALL)) return MRTE_ERROR_ILLEGAL_ARGUMENT;
+        std::lock_guard lock(samplingMutex_);
+        if (samplingHz_ != 0 && clock != samplingClock_) return MRTE_ERROR_NOT_SUPPORTED;  // the first clock holds
+        if (samplingHz_ >= hz) return MRTE_RESULT_OK;  // a higher rate holds
+        const TResult r = provider_.SetSamplingRate(hz, clock == SC_WALL);
+        if (r == MRTE_RESULT_OK) {
+            samplingHz_ = hz;
+            samplingClock_ = clock;
+        }
+        return r;
+    });
+}
+
 }  // namespace martini::core

@@ -61,6 +61,7 @@ public:
     TResult RunGC(TId clientId) noexcept override;
     unsigned int GetApiVersion() noexcept override { return MARTINI_MPI_VERSION; }
     TResult SetAllocationSamplingInterval(TId clientId, unsigned int bytes) noexcept override;
+    TResult SetSamplingRate(TId clientId, unsigned int hz, ESamplingClock clock) noexcept override;
 
     // ---- Core's side
     Core::LoadResult Load(const ClientSpec &spec);
@@ -128,6 +129,8 @@ private:
     std::mutex samplingMutex_;                      // the allocation sampling interval
     bool samplingSet_ = false;
     unsigned samplingInterval_ = 0;
+    unsigned samplingHz_ = 0;                       // SampleHit's rate (0: none asked); samplingMutex_
+    ESamplingClock samplingClock_ = SC_CPU;
     bool frozen_ = false;
     bool stopped_ = false;  // Shutdown: the enabled masks stay 0
     std::atomic<bool> live_{false};

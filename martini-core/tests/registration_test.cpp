@@ -181,6 +181,24 @@ TEST(Registration, ApiVersionIsTheHeaderVersion) {
     EXPECT_EQ(core.Mpi().GetRuntimeInfo(id, nullptr), MRTE_ERROR_NULL_PTR);
 }
 
+TEST(Registration, SamplingRateHighestWinsAndTheFirstClockHolds) {
+    FakeProvider provider;
+    Core core(provider);
+    TId a = AddClient(core, "a", [](IMpi &, TId) { return MRTE_RESULT_OK; }).clientId;
+    TId b = AddClient(core, "b", [](IMpi &, TId) { return MRTE_RESULT_OK; }).clientId;
+    IMpi &mpi = core.Mpi();
+    EXPECT_EQ(mpi.SetSamplingRate(a, 0, SC_CPU), MRTE_ERROR_ILLEGAL_ARGUMENT);
+    EXPECT_EQ(mpi.SetSamplingRate(a, kMaxSamplingHz + 1, SC_CPU), MRTE_ERROR_ILLEGAL_ARGUMENT);
+    EXPECT_EQ(mpi.SetSamplingRate(a, 100, static_cast<ESamplingClock>(7)), MRTE_ERROR_ILLEGAL_ARGUMENT);
+    EXPECT_EQ(mpi.SetSamplingRate(99, 100, SC_CPU), MRTE_ERROR_ILLEGAL_ID);
+    EXPECT_EQ(mpi.SetSamplingRate(a, 100, SC_WALL), MRTE_RESULT_OK);
+    EXPECT_EQ(mpi.SetSamplingRate(b, 50, SC_WALL), MRTE_RESULT_OK);    // lower: the provider is not asked
+    EXPECT_EQ(mpi.SetSamplingRate(b, 1000, SC_WALL), MRTE_RESULT_OK);  // higher: passed on
+    EXPECT_EQ(mpi.SetSamplingRate(b, 2000, SC_CPU), MRTE_ERROR_NOT_SUPPORTED);  // the first clock holds
+    const std::vector<std::pair<unsigned, bool>> expected{{100, true}, {1000, true}};
+    EXPECT_EQ(provider.samplingRates, expected);
+}
+
 TEST(Registration, ObserverDefaultDataTypesAreEverythingTheEventSupports) {
     class DefaultEnter : public IMethodEnterEventObserver {
     public:
@@ -223,6 +241,7 @@ MARTINI_EXPECT_NOEXCEPT(ResumeVM(0));
 MARTINI_EXPECT_NOEXCEPT(RunGC(0));
 MARTINI_EXPECT_NOEXCEPT(GetApiVersion());
 MARTINI_EXPECT_NOEXCEPT(SetAllocationSamplingInterval(0, 0));
+MARTINI_EXPECT_NOEXCEPT(SetSamplingRate(0, 0, SC_CPU));
 #undef MARTINI_EXPECT_NOEXCEPT
 
 TEST(Registration, EveryEventOfTheCatalogCanBeRegisteredWithoutAllocating) {

@@ -30,6 +30,11 @@ public:
         id = 7;
         return MRTE_RESULT_OK;
     }
+    std::vector<std::pair<unsigned, bool>> samplingRates;  // (hz, wall) as the core passed them
+    TResult SetSamplingRate(unsigned hz, bool wall) noexcept override {
+        samplingRates.emplace_back(hz, wall);
+        return MRTE_RESULT_OK;
+    }
 };
 
 using InstantiateBody = std::function<TResult(IMpi &, TId)>;

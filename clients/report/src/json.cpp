@@ -113,6 +113,7 @@ void WriteJson(const Profile &p, std::ostream &stream, bool withSpans) {
     out.Json(p.runtime);
     out << ",\"mode\":";
     out.Json(p.mode);
+    if (p.periodNs != 0) out << ",\"periodNs\":" << p.periodNs;
     out << ",\"metrics\":[";
     for (std::size_t i = 0; i < p.metrics.size(); ++i) {
         out << (i ? ",{\"name\":" : "{\"name\":");
@@ -191,6 +192,7 @@ std::string ReadJson(std::istream &in, Profile &p) {
         p.tool = String(j, "tool", "profile");
         p.runtime = String(j, "runtime", "profile", false);
         p.mode = String(j, "mode", "profile", false);
+        if (auto it = j.find("periodNs"); it != j.end()) p.periodNs = Unsigned(*it, "periodNs");
         const json &metrics = Field(j, "metrics", "profile");
         if (!metrics.is_array() || metrics.empty()) throw Bad{"metrics: expected a non-empty array"};
         for (std::size_t i = 0; i < metrics.size(); ++i) {

@@ -57,12 +57,14 @@ std::string WritePprof(const Profile &profile, const std::string &path) {
     if (profile.defaultMetric < profile.metrics.size()) {
         const Metric &m = profile.metrics[profile.defaultMetric];
         pb.set_default_sample_type(strings.Index(m.name));
-        // Every value is exact (one unit per call, nanosecond or byte measured), not
-        // one sample per period: the period is 1 of the default metric.
+        // Exact profiles: every value is measured (one unit per call, nanosecond or
+        // byte), not one sample per period, so the period is 1 of the default metric.
+        // Sampled ones: the sampling period, as pprof's CPU profiles give it
+        // (period_type cpu/nanoseconds, period 10000000 at 100 Hz).
         auto *period = pb.mutable_period_type();
         period->set_type(strings.Index(m.name));
         period->set_unit(strings.Index(m.unit));
-        pb.set_period(1);
+        pb.set_period(profile.periodNs != 0 ? static_cast<std::int64_t>(profile.periodNs) : 1);
     }
     // One function and one location per frame; ids are frame index + 1. The line is
     // the method's first line (Frame::line): MethodEnter gives no call site.

@@ -21,6 +21,7 @@
 #include "martini/core/client_spec.h"
 #include "martini/core/log.h"
 #include "monitors.h"
+#include "sampling.h"
 #include "threads.h"
 
 #include <cstdlib>
@@ -53,15 +54,20 @@ void JNICALL OnVmInit(jvmtiEnv *, JNIEnv *jni, jthread) {
     d.threadId = Threads::Current(jni).id;
     d.validData = DR_THREAD_ID;
     core.Raise<IVmInitEventObserver>(d);
+    if (Sampling::Wanted()) {
+        if (const std::string e = Sampling::Start(jni); !e.empty()) core::LogLine(e);
+    }
 }
 
 void JNICALL OnVmDeath(jvmtiEnv *, JNIEnv *jni) {
     // After the last Java code (shutdown hooks ran): clients write their output here.
     StopControl();
     Instrumentation::ReportLostEnters(jni);
+    Sampling::Stop();  // the samples taken so far are raised before the clients write
     Vm::Core().Shutdown();  // delivery stops for every client at once, then VmShutdown
     Vm::SetDead();
     Instrumentation::PrintSummary();
+    Sampling::PrintSummary();
 }
 
 // ---- Agent_OnLoad ----------------------------------------------------------------------------
@@ -85,6 +91,7 @@ void SetUpComponents() {
     // interval 0 (every allocation) means exact mode, decided now, before any class loads.
     Allocations::Decide();
     Interactions::Decide();
+    Sampling::Decide();
     Instrumentation::Decide();
     jvmtiCapabilities &caps = Vm::Capabilities();
     Instrumentation::AddCapabilities(caps);
@@ -95,6 +102,7 @@ void SetUpComponents() {
     Interactions::AddCapabilities(caps);
     Monitors::AddCapabilities(caps);
     CompiledCode::AddCapabilities(caps);
+    Sampling::AddCapabilities(caps);
     Vm::AddCapabilities();
     Allocations::CapabilitiesAdded();
 
@@ -107,6 +115,7 @@ void SetUpComponents() {
     Allocations::SetCallbacks(callbacks);
     Monitors::SetCallbacks(callbacks);
     CompiledCode::SetCallbacks(callbacks);
+    Sampling::SetCallbacks(callbacks);
     Vm::Jvmti()->SetEventCallbacks(&callbacks, sizeof callbacks);
 }
 
@@ -144,6 +153,7 @@ jint Load(JavaVM *vm, const char *options) {
     jvmti->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_VM_DEATH, nullptr);
     Threads::EnableEvents();
     Instrumentation::EnableEvents(agentDir);
+    Sampling::EnableEvents();
     return JNI_OK;
 }
 

@@ -2,6 +2,7 @@
 
 #include "classes.h"
 #include "jvm_support.h"
+#include "sampling.h"
 
 namespace martini::jvm {
 
@@ -22,6 +23,10 @@ void CompiledCode::OnDemand(TEventType event, bool wanted) {
 
 void JNICALL CompiledCode::OnLoad(jvmtiEnv *, jmethodID method, jint size, const void *address, jint,
                                   const jvmtiAddrLocationMap *, const void *) {
+    // Also on for Sampling (debug information at every instruction, where the code
+    // is): nothing more to do unless a client wants JIT events.
+    Sampling::CodeLoaded(address, size, method);
+    if (!Vm::Wants(EV_JITTED_METHOD_LOADED)) return;
     const TId id = ClassRegistry::MethodIdOf(method);
     MethodRecord *m = ClassRegistry::Method(id);
     if (m == nullptr) return;
@@ -36,6 +41,8 @@ void JNICALL CompiledCode::OnLoad(jvmtiEnv *, jmethodID method, jint size, const
 }
 
 void JNICALL CompiledCode::OnUnload(jvmtiEnv *, jmethodID method, const void *address) {
+    Sampling::CodeUnloaded(address);
+    if (!Vm::Wants(EV_JITTED_METHOD_UNLOADED)) return;
     const TId id = ClassRegistry::MethodIdOf(method);
     MethodRecord *m = ClassRegistry::Method(id);
     if (m == nullptr) return;
@@ -49,6 +56,8 @@ void JNICALL CompiledCode::OnUnload(jvmtiEnv *, jmethodID method, const void *ad
 }
 
 void JNICALL CompiledCode::OnDynamicCode(jvmtiEnv *, const char *name, const void *address, jint length) {
+    Sampling::CodeLoaded(address, length, nullptr);
+    if (!Vm::Wants(EV_DYNAMIC_CODE_GENERATED)) return;
     SDynamicCodeGeneratedEventData d;
     d.szCodeName = name;
     d.uiCodeAddress = reinterpret_cast<UIOP>(address);

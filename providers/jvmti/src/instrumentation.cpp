@@ -6,6 +6,7 @@
 #include "jvm_support.h"
 #include "modules.h"
 #include "probes.h"
+#include "sampling.h"
 #include "martini/core/log.h"
 
 #include <array>
@@ -39,6 +40,9 @@ void Instrumentation::EnableEvents(const std::string &agentDir) {
     jvmtiEnv *jvmti = Vm::Jvmti();
     if (classes_) {
         jvmti->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_CLASS_FILE_LOAD_HOOK, nullptr);
+    }
+    // Sampling needs ClassPrepare alone (jmethodIDs for AsyncGetCallTrace).
+    if (classes_ || Sampling::Wanted()) {
         jvmti->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_CLASS_PREPARE, nullptr);
     }
     if (!wanted_) return;
@@ -137,6 +141,8 @@ void Instrumentation::Prepared(JNIEnv *jni, jclass klass) {
 }
 
 void JNICALL Instrumentation::OnClassPrepare(jvmtiEnv *jvmti, JNIEnv *jni, jthread, jclass klass) {
+    Sampling::Prepared(klass);
+    if (!classes_) return;
     Prepared(jni, klass);
     // A module defined after VMInit (a new module layer) must read the probes' module
     // too, before any code of its classes runs: preparation comes first.

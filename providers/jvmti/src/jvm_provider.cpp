@@ -7,6 +7,7 @@
 #include "jvm_support.h"
 #include "modules.h"
 #include "monitors.h"
+#include "sampling.h"
 #include "threads.h"
 
 namespace martini::jvm {
@@ -31,10 +32,10 @@ bool JvmProvider::CanRaise(TEventType event) const noexcept {
         case EV_MONITOR_WAIT: case EV_MONITOR_WAITED: case EV_CONTENDED_MONITOR_ENTER:
         case EV_CONTENDED_MONITOR_ENTERED: case EV_JITTED_METHOD_LOADED: case EV_JITTED_METHOD_UNLOADED:
         case EV_DYNAMIC_CODE_GENERATED: case EV_EC_SET_OUTPUT_DIRECTORY: case EV_EC_START: case EV_EC_STOP: case EV_THREAD_INTERACTION:
-        case EV_MODULE_LOAD:
+        case EV_MODULE_LOAD: case EV_SAMPLE_HIT:
             return true;
         default:
-            return false;  // not yet: module unloading, moved references, sampling
+            return false;  // not yet: module unloading, moved references
     }
 }
 
@@ -71,5 +72,6 @@ TResult JvmProvider::SuspendAll() noexcept { return Threads::SuspendAll(); }
 TResult JvmProvider::ResumeAll() noexcept { return Threads::ResumeAll(); }
 TResult JvmProvider::RunGc() noexcept { return Gc::Run(); }
 TResult JvmProvider::SetAllocationSampling(unsigned bytes) noexcept { return Allocations::SetSampling(bytes); }
+TResult JvmProvider::SetSamplingRate(unsigned hz, bool wall) noexcept { return Sampling::SetRate(hz, wall); }
 
 }  // namespace martini::jvm

@@ -13,6 +13,7 @@
 //   gc.h               Gc: GcStart/GcEnd, RunGc
 //   compiled_code.h    CompiledCode: JIT and dynamic-code events, code ranges
 //   control.h          `martini control`: EcStart/EcStop from a FIFO
+//   sampling.h         Sampling: SampleHit (AsyncGetCallTrace from a signal handler)
 //
 // agent.cpp puts them together in Agent_OnLoad, VMInit and VMDeath.
 #pragma once
@@ -40,6 +41,7 @@ public:
     TResult ResumeAll() noexcept override;
     TResult RunGc() noexcept override;
     TResult SetAllocationSampling(unsigned bytes) noexcept override;
+    TResult SetSamplingRate(unsigned hz, bool wall) noexcept override;
 };
 
 }  // namespace martini::jvm

@@ -4,6 +4,12 @@
 #include "classes.h"
 #include "interactions.h"
 #include "jvm_support.h"
+#include "sampling.h"
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 #include <algorithm>
 
@@ -46,10 +52,16 @@ ThreadContext &Threads::ContextOf(JNIEnv *jni) {
     std::string name, group;
     NameOf(jni, thread, name, group);
     const TId tag = trackObjects_ ? Vm::TagOf(thread, true) : 0;
+    const auto osTid = static_cast<pid_t>(syscall(SYS_gettid));
     std::lock_guard lock(mutex_);
-    const TId id = nextId_++;
+    // A record made for this OS thread from a sample (IdOfOsThread) is adopted.
+    TId id = 0;
+    if (auto it = idByOsTid_.find(osTid); it != idByOsTid_.end() && !threads_[it->second].context) id = it->second;
+    if (id == 0) id = nextId_++;
     Record &r = threads_[id];
     r.id = id;
+    r.osTid = osTid;
+    idByOsTid_[osTid] = id;
     r.thread = thread ? jni->NewWeakGlobalRef(thread) : nullptr;
     r.tag = tag;
     r.name = name;
@@ -61,6 +73,25 @@ ThreadContext &Threads::ContextOf(JNIEnv *jni) {
     tContext = r.context.get();
     if (thread) jni->DeleteLocalRef(thread);
     return *tContext;
+}
+
+TId Threads::IdOfOsThread(pid_t tid) {
+    std::lock_guard lock(mutex_);
+    if (auto it = idByOsTid_.find(tid); it != idByOsTid_.end()) return it->second;
+    std::string name;
+    if (std::FILE *f = std::fopen(("/proc/self/task/" + std::to_string(tid) + "/comm").c_str(), "r")) {
+        char buf[64] = {};
+        if (std::fgets(buf, sizeof buf, f) != nullptr) name = buf;
+        std::fclose(f);
+        if (!name.empty() && name.back() == '\n') name.pop_back();
+    }
+    const TId id = nextId_++;
+    Record &r = threads_[id];
+    r.id = id;
+    r.osTid = tid;
+    r.name = name;
+    idByOsTid_[tid] = id;
+    return id;
 }
 
 TId Threads::IdOfThreadObject(jthread thread) {
@@ -84,6 +115,7 @@ void JNICALL Threads::OnThreadStart(jvmtiEnv *, JNIEnv *jni, jthread thread) {
         }
     }
     if (Vm::Core().IsEnabled(EV_THREAD_START)) RaiseStart(ctx, parent);
+    Sampling::ThreadStarted();
 }
 
 void Threads::RaiseStart(const ThreadContext &ctx, TId parent) {
@@ -111,6 +143,7 @@ void Threads::RaiseStart(const ThreadContext &ctx, TId parent) {
 }
 
 void JNICALL Threads::OnThreadEnd(jvmtiEnv *, JNIEnv *jni, jthread) {
+    Sampling::ThreadEnded();
     ThreadContext &ctx = ContextOf(jni);
     Calls::LeaveAll(jni, ctx);
     SThreadEndEventData d;
@@ -125,6 +158,7 @@ void JNICALL Threads::OnThreadEnd(jvmtiEnv *, JNIEnv *jni, jthread) {
     Record &r = threads_[ctx.id];
     r.alive = false;
     if (r.tag != 0) idByTag_.erase(r.tag);
+    if (auto it = idByOsTid_.find(r.osTid); it != idByOsTid_.end() && it->second == r.id) idByOsTid_.erase(it);
     tContext = nullptr;
     r.context.reset();
 }

@@ -8,6 +8,8 @@
 
 #include "vm.h"
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -48,6 +50,11 @@ public:
     // The Martini id of a live thread given its java.lang.Thread (one tag read and one
     // hash lookup); 0 when unknown or not tracked.
     static TId IdOfThreadObject(jthread thread);
+    // The Martini id of the runtime thread running as OS thread `tid` (Sampling, for a
+    // sample taken in a thread that has no context yet: one started before the agent
+    // could see it). When it has none, a record is made, named from the OS, and the
+    // thread's context adopts it when it is made.
+    static TId IdOfOsThread(pid_t tid);
 
     static TResult Describe(TId id, BitSet requested, unsigned maxFrames, core::ThreadFacts &f);
     static TResult List(std::vector<TId> &out);
@@ -64,6 +71,7 @@ private:
         std::string group;
         bool alive = true;
         TId parent = 0;  // the thread that called Thread.start() from a probed site; 0: not known
+        pid_t osTid = 0;
         std::unique_ptr<ThreadContext> context;
     };
     static void JNICALL OnThreadStart(jvmtiEnv *, JNIEnv *jni, jthread thread);
@@ -77,6 +85,7 @@ private:
     static inline std::unordered_map<TId, Record> threads_;
     static inline TId nextId_ = 1;
     static inline std::unordered_map<TId, TId> idByTag_;  // live thread's object id -> thread id
+    static inline std::unordered_map<pid_t, TId> idByOsTid_;  // live threads
 };
 
 }  // namespace martini::jvm

@@ -654,7 +654,7 @@ private:
         SSampleHitEventData d;
         const BitSet w = Wanted<ISampleHitEventObserver>();
         Put(d, w, DR_THREAD_ID, d.threadId, p_.currentThread_);
-        if (w & DR_VM_CALL_STACK) {
+        if ((w & DR_VM_CALL_STACK) && rec.value("walked", true)) {  // "walked": false: a sample the runtime could not walk
             p_.StackOf(t, 0, stack_);
             d.stackTrace.entries = stack_.data();
             d.stackTrace.uiSize = d.stackTrace.uiActualSize = static_cast<unsigned>(stack_.size());

@@ -162,6 +162,11 @@ public:
     // The allocation sampling interval in bytes (0: every allocation); the core passes
     // the smallest any client asked for, each time it gets smaller.
     virtual TResult SetAllocationSampling(unsigned /*bytes*/) noexcept { return NotSupported(); }
+    // SampleHit's rate (IMpi::SetSamplingRate): `hz` per second of `wall` clock time
+    // (else per second of each thread's CPU time). The core passes the highest rate
+    // any client asked for, each time it gets higher, always with the first clock.
+    // Until it is called, a provider that samples uses kDefaultSamplingHz on CPU time.
+    virtual TResult SetSamplingRate(unsigned /*hz*/, bool /*wall*/) noexcept { return NotSupported(); }
 
 private:
     static TResult NotSupported() noexcept { return Martini::MPI::MRTE_ERROR_NOT_SUPPORTED; }

@@ -16,6 +16,14 @@
 namespace Martini {
 namespace MPI {
 
+// The clock SampleHit's rate counts (IMpi::SetSamplingRate, since MPI 2.3): SC_CPU,
+// per thread, the CPU time it uses (a thread that does not run is not sampled);
+// SC_WALL, wall-clock time, for every runtime thread (sleeping, waiting and blocked
+// ones too).
+enum ESamplingClock { SC_CPU = 1, SC_WALL = 2 };
+inline constexpr unsigned int kDefaultSamplingHz = 100;
+inline constexpr unsigned int kMaxSamplingHz = 10000;
+
 class IMpi {
 public:
     // -- Registration (phase INSTANTIATE only, on the thread running MPICL_Instantiate)
@@ -121,6 +129,20 @@ public:
     // MRTE_RESULT_OK; MRTE_ERROR_ILLEGAL_ID; MRTE_ERROR_NOT_SUPPORTED (the runtime's
     // allocation events are not sampled, or there are none).
     virtual TResult SetAllocationSamplingInterval(TId clientId, unsigned int bytes) noexcept = 0;
+
+    // -- Execution sampling (since MPI 2.3)
+
+    // Asks the runtime to raise SampleHit for each thread about `hz` times per second
+    // of `clock`. Without a call, a client that registers SampleHit gets
+    // kDefaultSamplingHz on SC_CPU. The rate is the runtime's, shared by all clients:
+    // the highest any client asked for wins; the clock is the first asker's.
+    // Sampling runs while SampleHit has an observer, from VmInit to VmShutdown. Any
+    // phase, any thread.
+    // MRTE_RESULT_OK; MRTE_ERROR_ILLEGAL_ID; MRTE_ERROR_ILLEGAL_ARGUMENT (hz is 0 or
+    // above kMaxSamplingHz, or clock is neither SC_CPU nor SC_WALL);
+    // MRTE_ERROR_NOT_SUPPORTED (the runtime does not sample, does not have this
+    // clock, or another client already chose the other clock).
+    virtual TResult SetSamplingRate(TId clientId, unsigned int hz, ESamplingClock clock) noexcept = 0;
 
 protected:
     ~IMpi() {}  // Martini owns the implementation; clients never delete it.

@@ -96,6 +96,9 @@ struct Profile {
     std::string mode;     // the tool's mode: "counts", "time", "exact", "sampled"
     std::vector<Metric> metrics;
     std::size_t defaultMetric = 0;  // the one flame graphs and collapsed stacks show
+    // Sampled profiles: the sampling period in nanoseconds (one sample stands for this
+    // much of the default metric; pprof's `period`). 0: every value is measured.
+    std::uint64_t periodNs = 0;
     std::vector<Frame> frames;
     std::vector<Tree> threads;  // one tree per runtime thread
     Tree merged;                // all threads' trees merged by call path

@@ -67,6 +67,8 @@ public:
         return Martini::MPI::MRTE_RESULT_OK;
     }
     long long AllocationSampling() const { return allocationSampling_; }  // -1: never set
+    // The trace's SampleHit records are replayed as recorded, whatever rate is asked.
+    TResult SetSamplingRate(unsigned, bool) noexcept override { return Martini::MPI::MRTE_RESULT_OK; }
 
     // ---- What the trace declared (read by tests)
     struct Module {

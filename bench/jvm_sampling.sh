@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# The cost of sampling on a real JVM: cgprof's sample mode (SampleHit from
+# AsyncGetCallTrace) at 100 Hz and 1 kHz against a plain run and against JFR's
+# profile settings, in one interleaved run so that every ratio compares runs made
+# side by side on this (shared, noisy) machine.
+#
+#   bash bench/jvm_sampling.sh [BUILD_DIR] [REPETITIONS]     (defaults: build, 7)
+#   CONFIGS="sample-100 jfr-profile" bash bench/jvm_sampling.sh ...   (a subset; plain is always run)
+#
+# Workload: javac compiling 146 JDK sources (java.util.concurrent, .function, .regex;
+# Debian's openjdk-17-source, installed if missing), as bench/jvm_overhead.sh.
+# Configurations:
+#   plain        no agent
+#   sample-100   cgprof=sample=100 (CPU time, every thread; the JSON and HTML report written)
+#   sample-1k    cgprof=sample=1000
+#   wall-100     cgprof=sample=100,wall
+#   jfr-profile  -XX:StartFlightRecording=settings=profile (execution samples every 10 ms
+#                per thread, plus JFR's other profile events), written to a file
+# Prints the median wall time and the median CPU time (user + system) of each
+# configuration and their ratios to plain.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+reps=${2:-7}
+agent=$build/providers/jvmti/libmartini-jvmti.so
+[ -f "$agent" ] && [ -f "$build/clients/cgprof/libcgprof.so" ] || { echo "build first: ninja -C $build"; exit 1; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+src=/usr/lib/jvm/java-17-openjdk-amd64/lib/src.zip
+if [ ! -e "$(readlink -f "$src")" ]; then
+  echo "installing openjdk-17-source for the javac workload"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-source >/dev/null
+fi
+(cd "$work" && unzip -q "$src" 'java.base/java/util/concurrent/*' 'java.base/java/util/function/*' 'java.base/java/util/regex/*')
+find "$work/java.base" -name '*.java' | sort >"$work/sources.txt"
+echo "javac on $(wc -l <"$work/sources.txt") files" >&2
+
+javac_cmd() { java "$@" -m jdk.compiler/com.sun.tools.javac.Main -nowarn -XDignore.symbol.file \
+  --patch-module java.base="$work/java.base" -d "$work/out" @"$work/sources.txt"; }
+
+configs=(plain sample-100 sample-1k wall-100 jfr-profile)
+if [ -n "${CONFIGS:-}" ]; then  # a subset: CONFIGS="sample-100 jfr-profile" (plain is always run)
+  read -r -a chosen <<<"$CONFIGS"
+  configs=(plain)
+  for c in "${chosen[@]}"; do
+    case " sample-100 sample-1k wall-100 jfr-profile " in
+      *" $c "*) configs+=("$c") ;;
+      plain) ;;
+      *) echo "unknown configuration '$c'"; exit 2 ;;
+    esac
+  done
+fi
+args_for() {
+  case $1 in
+    plain) ;;
+    sample-100) echo "-agentpath:$agent=cgprof=sample=100,top=0,out=$work/cg" ;;
+    sample-1k) echo "-agentpath:$agent=cgprof=sample=1000,top=0,out=$work/cg" ;;
+    wall-100) echo "-agentpath:$agent=cgprof=sample=100,wall,top=0,out=$work/cg" ;;
+    jfr-profile) echo "-XX:StartFlightRecording=filename=$work/profile.jfr,settings=profile" ;;
+  esac
+}
+
+declare -A wall cpu
+TIMEFORMAT='%R %U %S'
+for ((r = 1; r <= reps; r++)); do
+  echo "round $r/$reps" >&2
+  for c in "${configs[@]}"; do
+    rm -rf "$work/out" "$work/cg" "$work/profile.jfr"
+    # shellcheck disable=SC2046
+    { time javac_cmd $(args_for "$c") >/dev/null 2>"$work/err"; } 2>"$work/time" || { cat "$work/err"; exit 1; }
+    read -r real user sys <"$work/time"
+    wall[$c]+="$real "
+    cpu[$c]+="$(echo "$user + $sys" | bc) "
+  done
+done
+
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+printf '%-12s %10s %8s %10s %8s   (javac, median of %d interleaved runs)\n' config "wall s" ratio "cpu s" ratio "$reps"
+base_wall=$(median <<<"${wall[plain]}")
+base_cpu=$(median <<<"${cpu[plain]}")
+for c in "${configs[@]}"; do
+  w=$(median <<<"${wall[$c]}")
+  u=$(median <<<"${cpu[$c]}")
+  printf '%-12s %10.2f %7.3fx %10.2f %7.3fx\n' "$c" "$w" "$(echo "$w / $base_wall" | bc -l)" "$u" "$(echo "$u / $base_cpu" | bc -l)"
+done

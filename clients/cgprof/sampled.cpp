@@ -1,0 +1,248 @@
+// cgprof's sample mode: a calling-context tree per runtime thread from SampleHit
+// stacks (innermost first). Each node counts the samples whose innermost frame is
+// its path (self); totals are the sums over subtrees, as in the exact modes. Time is
+// estimated: samples x the sampling period, per path and thread, in CPU time (the
+// default) or wall-clock time (`wall`).
+//
+// SampleHit comes on whatever thread the runtime delivers it (the JVM: its sampler
+// thread), at most kMaxSamplingHz per runtime thread: one mutex guards the trees.
+#include "sampled.h"
+
+#include "martini/clients/frames.h"
+#include "martini/clients/names.h"
+#include "martini/clients/support.h"
+#include "martini/report/profile.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+using namespace Martini::MPI;
+namespace report = martini::report;
+
+namespace cgprof {
+namespace {
+
+constexpr std::uint32_t kNone = 0xffffffffu;
+// Frames that are no method (ids no runtime gives: ids are counted up from 1).
+constexpr TId kNotWalkable = ~TId{0};
+constexpr TId kCut = ~TId{0} - 1;
+constexpr TId kBeyond = ~TId{0} - 2;
+
+struct PairHash {
+    std::size_t operator()(const std::pair<std::uint32_t, TId> &k) const noexcept {
+        return std::hash<std::uint64_t>()(k.second * 0x9E3779B97F4A7C15ull ^ k.first);
+    }
+};
+
+struct SampleNode {
+    TId method = 0;
+    std::uint32_t parent = kNone;
+    std::uint64_t self = 0;  // samples whose innermost frame is this path
+};
+
+struct SampleTree {
+    TId threadId = 0;
+    std::vector<SampleNode> nodes{SampleNode{}};  // nodes[0]: the root
+    std::unordered_map<std::pair<std::uint32_t, TId>, std::uint32_t, PairHash> children;
+    std::uint64_t samples = 0;
+    // The child of `parent` for `method`, made while the tree holds fewer than
+    // `budget` nodes; kNone past it.
+    std::uint32_t Child(std::uint32_t parent, TId method, std::size_t budget) {
+        auto it = children.find({parent, method});
+        if (it != children.end()) return it->second;
+        if (nodes.size() >= budget) return kNone;
+        const auto index = static_cast<std::uint32_t>(nodes.size());
+        nodes.push_back({method, parent, 0});
+        children.emplace(std::pair{parent, method}, index);
+        return index;
+    }
+};
+
+class SampledProfiler {
+public:
+    SampledProfiler(IMpi &mpi, TId id, SampledOptions o) : mpi_(mpi), id_(id), o_(std::move(o)), paused_(o_.paused) {}
+
+    const SampledOptions &options() const { return o_; }
+
+    void Sample(const SSampleHitEventData &d) {
+        if (!(d.validData & DR_THREAD_ID)) return;
+        std::lock_guard lock(mutex_);
+        if (paused_) return;
+        auto &slot = trees_[d.threadId];
+        if (!slot) {
+            slot = std::make_unique<SampleTree>();
+            slot->threadId = d.threadId;
+        }
+        SampleTree &t = *slot;
+        ++t.samples;
+        ++samples_;
+        const bool walked = (d.validData & DR_VM_CALL_STACK) && d.stackTrace.entries != nullptr && d.stackTrace.uiSize > 0;
+        if (!walked) {
+            ++notWalkable_;
+            ++t.nodes[t.Child(0, kNotWalkable, ~std::size_t{0})].self;
+            return;
+        }
+        const std::size_t n = d.stackTrace.uiSize;
+        std::size_t kept = n;
+        std::uint32_t node = 0;
+        if (n > o_.depth) {  // the innermost `depth` frames under one marker: self stays right
+            kept = o_.depth;
+            ++cut_;
+            node = t.Child(0, kCut, ~std::size_t{0});
+        }
+        for (std::size_t i = kept; i-- > 0;) {
+            const std::uint32_t child = t.Child(node, d.stackTrace.entries[i].methodId, o_.nodes);
+            if (child == kNone) {
+                // Past the node budget: the sample is kept for its innermost method.
+                ++beyond_;
+                const std::uint32_t marker = t.Child(0, kBeyond, ~std::size_t{0});
+                node = t.Child(marker, d.stackTrace.entries[0].methodId, ~std::size_t{0});
+                break;
+            }
+            node = child;
+        }
+        ++t.nodes[node].self;
+    }
+
+    void ThreadStarted(const SThreadStartEventData &d) {
+        if (!(d.validData & DR_THREAD_NAME) || d.szThreadName == nullptr) return;
+        std::lock_guard lock(mutex_);
+        threadNames_[d.threadId] = d.szThreadName;
+    }
+    void Pause() {
+        std::lock_guard lock(mutex_);
+        paused_ = true;
+    }
+    void Resume() {
+        std::lock_guard lock(mutex_);
+        paused_ = false;
+    }
+    void RateNotTaken(TResult r) { rateResult_ = r; }
+    martini::clients::OutputDirectory &outputDirectory() { return outputDir_; }
+
+    void Finish() {
+        std::lock_guard lock(mutex_);
+        const std::uint64_t period = 1'000'000'000ull / o_.hz;
+        const std::string clock = o_.wall ? "wall" : "cpu";
+        report::Profile p;
+        p.tool = "cgprof";
+        p.mode = "sampled " + std::to_string(o_.hz) + " Hz " + clock;
+        p.runtime = martini::clients::RuntimeName(mpi_, id_);
+        p.metrics = {{"samples", "count"}, {clock, "nanoseconds"}};
+        p.defaultMetric = 1;
+        p.periodNs = period;
+        std::unordered_map<TId, std::uint32_t> frameOf;
+        auto frame = [&](TId method) {
+            auto [it, added] = frameOf.emplace(method, static_cast<std::uint32_t>(p.frames.size()));
+            if (added) {
+                if (method == 0 || method == kNotWalkable || method == kCut || method == kBeyond) {
+                    // Method id 0 in a stack: a frame the runtime could not name.
+                    report::Frame f;
+                    f.name = method == 0              ? "(unknown frame)"
+                             : method == kNotWalkable ? "(stack not walkable)"
+                             : method == kCut      ? "(outer frames cut: depth=" + std::to_string(o_.depth) + ")"
+                                                   : "(more call paths: nodes=" + std::to_string(o_.nodes) + " reached)";
+                    p.frames.push_back(f);
+                } else {
+                    p.frames.push_back(martini::clients::MethodFrame(mpi_, id_, method));
+                }
+            }
+            return it->second;
+        };
+        std::vector<SampleTree *> ordered;
+        for (auto &[id, t] : trees_) ordered.push_back(t.get());
+        std::sort(ordered.begin(), ordered.end(), [](auto *a, auto *b) { return a->threadId < b->threadId; });
+        for (SampleTree *t : ordered) {
+            report::Tree tree;
+            tree.threadId = t->threadId;
+            if (auto it = threadNames_.find(t->threadId); it != threadNames_.end()) tree.threadName = it->second;
+            else tree.threadName = martini::clients::GetThreadName(mpi_, id_, t->threadId);
+            tree.Clear(2);
+            std::vector<std::uint32_t> to(t->nodes.size(), 0);
+            for (std::uint32_t i = 1; i < t->nodes.size(); ++i) {
+                const SampleNode &n = t->nodes[i];
+                to[i] = tree.Add(to[n.parent], frame(n.method), 2);
+                tree.nodes[to[i]].self = {n.self, n.self * period};
+            }
+            if (tree.nodes.size() > 1) p.threads.push_back(std::move(tree));
+        }
+        report::NameOverloads(p.frames);
+        p.NameThreads();
+        p.Merge();
+        p.counters = {{"sampling_hz", o_.hz},
+                      {"samples", samples_},
+                      {"samples_not_walkable", notWalkable_},
+                      {"stacks_cut_at_depth", cut_},
+                      {"samples_beyond_node_budget", beyond_}};
+        std::fprintf(stderr, "cgprof: sampled at %u Hz of %s time: %llu samples, %llu could not be walked%s\n", o_.hz,
+                     o_.wall ? "wall-clock" : "CPU", (unsigned long long)samples_, (unsigned long long)notWalkable_,
+                     rateResult_ == MRTE_RESULT_OK ? "" : " (the runtime did not take the rate: times assume it)");
+        if (o_.out.top > 0) {
+            std::ostringstream table;
+            report::WriteTopTable(p, table, o_.out.top);
+            std::fputs(table.str().c_str(), stderr);
+        }
+        martini::clients::WriteOutputs(p, o_.out, outputDir_.Resolve(o_.out));
+        std::fflush(stderr);
+    }
+
+private:
+    IMpi &mpi_;
+    TId id_;
+    SampledOptions o_;
+    std::mutex mutex_;  // everything below
+    bool paused_;
+    std::unordered_map<TId, std::unique_ptr<SampleTree>> trees_;
+    std::unordered_map<TId, std::string> threadNames_;
+    std::uint64_t samples_ = 0, notWalkable_ = 0, cut_ = 0, beyond_ = 0;
+    TResult rateResult_ = MRTE_RESULT_OK;
+    martini::clients::OutputDirectory outputDir_;
+};
+
+struct SampledInstance {
+    SampledProfiler profiler;
+    martini::clients::Forward<ISampleHitEventObserver, SampledProfiler, SSampleHitEventData, &SampledProfiler::Sample>
+        sample{profiler, DR_THREAD_ID | DR_VM_CALL_STACK};
+    martini::clients::Forward<IThreadStartEventObserver, SampledProfiler, SThreadStartEventData,
+                              &SampledProfiler::ThreadStarted>
+        threadStart{profiler, DR_THREAD_ID | DR_THREAD_NAME};
+    martini::clients::ForwardNoData<IVmShutdownEventObserver, SampledProfiler, &SampledProfiler::Finish> shutdown{profiler};
+    martini::clients::ForwardNoData<IEcStartEventObserver, SampledProfiler, &SampledProfiler::Resume> start{profiler};
+    martini::clients::ForwardNoData<IEcStopEventObserver, SampledProfiler, &SampledProfiler::Pause> stop{profiler};
+    martini::clients::OutputDirObserver outputDir{profiler.outputDirectory()};
+    SampledInstance(IMpi &mpi, TId id, SampledOptions o) : profiler(mpi, id, std::move(o)) {}
+};
+
+}  // namespace
+
+TResult InstantiateSampled(IMpi &mpi, TId clientId, SampledOptions options) {
+    auto owned = std::make_unique<SampledInstance>(mpi, clientId, std::move(options));
+    SampledInstance *instance = owned.get();
+    const SampledOptions &o = instance->profiler.options();
+    TResult r = mpi.RegisterEvent(clientId, instance->sample);
+    if (r == MRTE_RESULT_OK) r = mpi.RegisterEvent(clientId, instance->shutdown);
+    if (r != MRTE_RESULT_OK) {
+        std::fprintf(stderr, "cgprof: this runtime does not raise SampleHit (result %d): no sample mode here\n", int(r));
+        return r;
+    }
+    mpi.RegisterEvent(clientId, instance->threadStart);
+    mpi.RegisterEvent(clientId, instance->start);
+    mpi.RegisterEvent(clientId, instance->stop);
+    mpi.RegisterEvent(clientId, instance->outputDir);
+    if (const TResult rate = mpi.SetSamplingRate(clientId, o.hz, o.wall ? SC_WALL : SC_CPU); rate != MRTE_RESULT_OK) {
+        std::fprintf(stderr, "cgprof: the runtime did not take %u Hz of %s time (result %d); sampling at its own rate\n",
+                     o.hz, o.wall ? "wall-clock" : "CPU", int(rate));
+        instance->profiler.RateNotTaken(rate);
+    }
+    owned.release();  // kept until the process ends (the runtime may raise events until then)
+    return MRTE_RESULT_OK;
+}
+
+}  // namespace cgprof

@@ -1,0 +1,688 @@
+#include "sampling.h"
+
+#include "classes.h"
+#include "jvm_support.h"
+#include "threads.h"
+#include "martini/core/log.h"
+
+#include <dirent.h>
+#include <pthread.h>
+#include <ucontext.h>
+#include <dlfcn.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+namespace martini::jvm {
+namespace {
+
+// ---- AsyncGetCallTrace (HotSpot's, exported by libjvm.so; not in any header) ----------
+
+struct AgctFrame {
+    jint lineno;  // the bytecode index for a Java frame; negative for a native method
+    jmethodID method;
+};
+struct AgctTrace {
+    JNIEnv *env;
+    jint numFrames;  // frames written, or a negative cause (kCauses)
+    AgctFrame *frames;
+};
+using AgctFn = void (*)(AgctTrace *, jint, void *);
+
+// AGCT's causes for a walk that gave no frames (HotSpot's forte.cpp), by -code; and
+// Martini's own for a signal that found no JVM thread.
+constexpr const char *kCauses[] = {
+    "no Java frame",           // 0
+    "no class load",           // -1: jmethodIDs not made yet
+    "GC active",               // -2
+    "unknown, not in Java",    // -3
+    "not walkable, not in Java",  // -4
+    "unknown, in Java",        // -5
+    "not walkable, in Java",   // -6
+    "unknown thread state",    // -7
+    "thread exiting",          // -8
+    "deoptimizing",            // -9
+    "at safepoint",            // -10
+};
+constexpr int kCauseCount = sizeof kCauses / sizeof kCauses[0];
+constexpr jint kNotJvmThread = -1000;
+constexpr jint kUnknownFrameLine = -1000;  // the frame a retried walk could not name  // GetEnv found no JVM thread (a GC or native thread)
+
+std::atomic<AgctFn> gAgct{nullptr};
+
+// ---- The ring the handler writes -----------------------------------------------------------
+
+constexpr jint kMaxFrames = 512;
+constexpr std::size_t kSlots = 1024;
+enum SlotState : std::uint32_t { kFree = 0, kFilling = 1, kReady = 2 };
+
+struct RawSample {
+    jint numFrames = 0;
+    pid_t tid = 0;
+    std::uint32_t weight = 1;  // periods this sample stands for (timer overruns + 1)
+    TId threadId = 0;          // the thread's Martini id when it has a context; 0 otherwise
+    std::uintptr_t pc = 0;     // where the thread was interrupted
+    std::uint64_t timeNs = 0;
+    AgctFrame frames[kMaxFrames];
+};
+
+RawSample *gRing = nullptr;  // kSlots, mapped once, never unmapped
+// Each slot's state, apart from the 8 KiB slots: the sampler thread's scan reads one
+// page, not a page per slot.
+std::array<std::atomic<std::uint32_t>, kSlots> gStates{};
+std::atomic<std::uint32_t> &StateOf(const RawSample &s) { return gStates[static_cast<std::size_t>(&s - gRing)]; }
+std::atomic<std::uint64_t> gNext{0};
+
+// Counters (relaxed: read for the summary).
+std::atomic<std::uint64_t> gWalkedFromCaller{0}, gRecovered{0}, gNamedByAddress{0};
+std::atomic<std::uint64_t> gHandlerNs{0}, gSamplerCpuNs{0};  // the direct cost, for the summary
+std::atomic<std::uint64_t> gTaken{0}, gLost{0}, gRaised{0}, gNotJvmThread{0}, gNoId{0}, gTruncated{0};
+std::array<std::atomic<std::uint64_t>, kCauseCount + 1> gFailed{};  // last: causes AGCT does not name
+
+RawSample *Claim() {
+    // A few slots from the next free one; a full ring loses the sample.
+    const std::uint64_t start = gNext.fetch_add(1, std::memory_order_relaxed);
+    for (std::uint64_t i = 0; i < 8; ++i) {
+        RawSample &s = gRing[(start + i) % kSlots];
+        std::uint32_t expected = kFree;
+        if (StateOf(s).compare_exchange_strong(expected, kFilling, std::memory_order_acquire, std::memory_order_relaxed)) {
+            return &s;
+        }
+    }
+    return nullptr;
+}
+
+// ---- Where the JVM's code is ---------------------------------------------------------------
+
+// One bit per 32 bytes of a 2 GiB window around the first code the JVM reported (its
+// code cache is one reservation, 240 MiB by default): set for compiled methods that
+// are alive, the interpreter and the stubs. Read by the handler without a lock.
+constexpr std::uintptr_t kCodeGrain = 32;
+constexpr std::uintptr_t kCodeWindow = std::uintptr_t{1} << 31;
+std::atomic<std::uintptr_t> gCodeBase{0};
+std::atomic<std::uint8_t> *gCodeBits = nullptr;  // kCodeWindow / kCodeGrain bits, mapped on first use
+
+bool IsCode(std::uintptr_t pc) {
+    const std::uintptr_t base = gCodeBase.load(std::memory_order_acquire);
+    if (base == 0 || pc < base || pc - base >= kCodeWindow) return false;
+    const std::uintptr_t granule = (pc - base) / kCodeGrain;
+    return (gCodeBits[granule / 8].load(std::memory_order_relaxed) >> (granule % 8)) & 1;
+}
+
+void MarkCode(std::uintptr_t start, std::size_t size, bool live) {
+    if (size == 0) return;
+    if (gCodeBase.load(std::memory_order_acquire) == 0) {
+        void *bits = mmap(nullptr, kCodeWindow / kCodeGrain / 8, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                          -1, 0);
+        if (bits == MAP_FAILED) return;
+        gCodeBits = static_cast<std::atomic<std::uint8_t> *>(bits);
+        const std::uintptr_t half = kCodeWindow / 2;
+        gCodeBase.store(start > half ? (start - half) & ~(kCodeGrain - 1) : kCodeGrain, std::memory_order_release);
+    }
+    const std::uintptr_t base = gCodeBase.load(std::memory_order_acquire);
+    if (start < base || start - base >= kCodeWindow || start - base + size > kCodeWindow) return;
+    // Unloading clears whole granules: a neighbour's first or last 32 bytes may read
+    // as no code until it is reported again (a retry missed, never a wrong one).
+    for (std::uintptr_t g = (start - base) / kCodeGrain; g <= (start - base + size - 1) / kCodeGrain; ++g) {
+        const auto bit = static_cast<std::uint8_t>(1u << (g % 8));
+        if (live) gCodeBits[g / 8].fetch_or(bit, std::memory_order_relaxed);
+        else gCodeBits[g / 8].fetch_and(static_cast<std::uint8_t>(~bit), std::memory_order_relaxed);
+    }
+}
+
+// The top of the calling thread's stack (set at ThreadStarted and Start, outside the
+// handler); 0 when not known. Bounds the retry below.
+constinit thread_local std::uintptr_t tStackTop __attribute__((tls_model("initial-exec"))) = 0;
+
+void NoteStackTop() {
+    pthread_attr_t attr;
+    if (pthread_getattr_np(pthread_self(), &attr) != 0) return;
+    void *base = nullptr;
+    std::size_t size = 0;
+    if (pthread_attr_getstack(&attr, &base, &size) == 0) tStackTop = reinterpret_cast<std::uintptr_t>(base) + size;
+    pthread_attr_destroy(&attr);
+}
+
+// AGCT gives up (-5, -6) when the interrupted frame is not fully built (a method's
+// prologue or epilogue, a stub: JDK-8178287). Walked again from its caller, as
+// async-profiler does: first as if the signal came right at a call (the return
+// address on top of the stack), then through the frame pointer, each only when the
+// stack slots read lie inside this thread's stack and the address found there is in
+// code the JVM reported (a compiled method alive, the interpreter, a stub): AGCT
+// must not be handed an address that is not a return address into live code. The frame the thread was in is
+// left as an unknown frame (method 0) on top, so its time stays visible and is not
+// given to the caller. The registers are put back before the handler returns.
+void WalkFromCaller(const AgctFn agct, AgctTrace &trace, void *ucontext) {
+#if defined(__x86_64__)
+    const std::uintptr_t top = tStackTop;
+    if (top == 0 || ucontext == nullptr) return;
+    auto *uc = static_cast<ucontext_t *>(ucontext);
+    greg_t &rip = uc->uc_mcontext.gregs[REG_RIP], &rsp = uc->uc_mcontext.gregs[REG_RSP],
+           &rbp = uc->uc_mcontext.gregs[REG_RBP];
+    const greg_t pc = rip, sp = rsp, fp = rbp;
+    const auto usp = static_cast<std::uintptr_t>(sp), ufp = static_cast<std::uintptr_t>(fp);
+    auto retry = [&](greg_t newPc, greg_t newSp, greg_t newFp) {
+        rip = newPc;
+        rsp = newSp;
+        rbp = newFp;
+        trace.frames[0] = {kUnknownFrameLine, nullptr};
+        AgctTrace again{trace.env, 0, trace.frames + 1};
+        agct(&again, kMaxFrames - 1, ucontext);
+        if (again.numFrames > 0) trace.numFrames = again.numFrames + 1;
+    };
+    if (usp % 8 == 0 && usp + 8 <= top) {
+        const greg_t ret = *reinterpret_cast<const greg_t *>(usp);
+        if (IsCode(static_cast<std::uintptr_t>(ret))) retry(ret, sp + 8, fp);
+    }
+    if (trace.numFrames <= 0 && ufp % 8 == 0 && ufp > usp && ufp + 16 <= top) {
+        const greg_t ret = reinterpret_cast<const greg_t *>(ufp)[1];
+        if (IsCode(static_cast<std::uintptr_t>(ret))) retry(ret, fp + 16, reinterpret_cast<const greg_t *>(ufp)[0]);
+    }
+    rip = pc;
+    rsp = sp;
+    rbp = fp;
+#else
+    (void)agct, (void)trace, (void)ucontext;
+#endif
+}
+
+// The signal handler: async-signal-safe throughout (TLS reads, atomics, AGCT, rdtsc
+// or clock_gettime, gettid).
+void OnSignal(int, siginfo_t *info, void *ucontext) {
+    const int savedErrno = errno;
+    if (Sampling::Running()) {
+        const std::uint64_t entered = NowNs();
+        JNIEnv *jni = nullptr;
+        const AgctFn agct = gAgct.load(std::memory_order_relaxed);
+        JavaVM *vm = Vm::Java();
+        const bool jvmThread = vm != nullptr && vm->GetEnv(reinterpret_cast<void **>(&jni), JNI_VERSION_1_6) == JNI_OK;
+        if (RawSample *s = Claim()) {
+            s->tid = static_cast<pid_t>(syscall(SYS_gettid));
+            s->threadId = tContext != nullptr ? tContext->id : 0;
+            s->weight = info != nullptr && info->si_code == SI_TIMER && info->si_overrun > 0
+                            ? 1 + static_cast<std::uint32_t>(std::min(info->si_overrun, 1000))
+                            : 1;
+            s->timeNs = NowNs();
+#if defined(__x86_64__)
+            s->pc = static_cast<std::uintptr_t>(static_cast<ucontext_t *>(ucontext)->uc_mcontext.gregs[REG_RIP]);
+#endif
+            if (jvmThread && agct != nullptr) {
+                AgctTrace trace{jni, 0, s->frames};
+                agct(&trace, kMaxFrames, ucontext);
+                if (trace.numFrames == -5 || trace.numFrames == -6) {
+                    gWalkedFromCaller.fetch_add(1, std::memory_order_relaxed);
+                    WalkFromCaller(agct, trace, ucontext);
+                    if (trace.numFrames > 0) gRecovered.fetch_add(1, std::memory_order_relaxed);
+                }
+                s->numFrames = trace.numFrames;
+            } else {
+                s->numFrames = kNotJvmThread;
+            }
+            StateOf(*s).store(kReady, std::memory_order_release);
+            gTaken.fetch_add(1, std::memory_order_relaxed);
+        } else {
+            gLost.fetch_add(1, std::memory_order_relaxed);
+        }
+        gHandlerNs.fetch_add(NowNs() - entered, std::memory_order_relaxed);
+    }
+    errno = savedErrno;
+}
+
+// Linux's clock id for another thread's CPU time (MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)).
+clockid_t ThreadCpuClock(pid_t tid) { return static_cast<clockid_t>((~static_cast<unsigned>(tid) << 3) | 6); }
+
+std::vector<pid_t> TasksOfThisProcess() {
+    std::vector<pid_t> tids;
+    if (DIR *d = opendir("/proc/self/task")) {
+        while (dirent *e = readdir(d)) {
+            if (e->d_name[0] >= '0' && e->d_name[0] <= '9') tids.push_back(static_cast<pid_t>(std::atoi(e->d_name)));
+        }
+        closedir(d);
+    }
+    return tids;
+}
+
+thread_local bool tSamplerThread = false;  // the sampler thread is never sampled
+
+// The local references JVMTI hands the sampler thread while it names methods are
+// freed after each batch (an attached thread has no Java frame to pop them).
+template <class F>
+void InLocalFrame(JNIEnv *jni, F f) {
+    if (jni == nullptr || jni->PushLocalFrame(64) != JNI_OK) {
+        f();
+        return;
+    }
+    f();
+    jni->PopLocalFrame(nullptr);
+}
+
+// jmethodID -> method id, on the sampler thread only (jmethodIDs are never reused).
+std::unordered_map<jmethodID, TId> gMethodCache;
+
+}  // namespace
+
+// ---- Set-up ----------------------------------------------------------------------------------
+
+void Sampling::Decide() { wanted_ = Vm::Wants(EV_SAMPLE_HIT); }
+
+void Sampling::AddCapabilities(jvmtiCapabilities &caps) {
+    if (!wanted_) return;
+    caps.can_generate_compiled_method_load_events = 1;
+    caps.can_get_line_numbers = 1;
+}
+
+void Sampling::SetCallbacks(jvmtiEventCallbacks &callbacks) {
+    if (!wanted_) return;
+    callbacks.ClassLoad = [](jvmtiEnv *, JNIEnv *, jthread, jclass) {};
+}
+
+void Sampling::EnableEvents() {
+    if (!wanted_) return;
+    jvmtiPhase phase = JVMTI_PHASE_LIVE;
+    Vm::Jvmti()->GetPhase(&phase);
+    SwitchEvents(true);
+    codeComplete_ = phase == JVMTI_PHASE_ONLOAD;  // every piece of code will be reported
+}
+
+void Sampling::SwitchEvents(bool on) {
+    jvmtiEnv *jvmti = Vm::Jvmti();
+    // AsyncGetCallTrace answers "no class load" (-1) while nobody asks for these.
+    jvmti->SetEventNotificationMode(on ? JVMTI_ENABLE : JVMTI_DISABLE, JVMTI_EVENT_CLASS_LOAD, nullptr);
+    // The code events stay on while a client wants them (CompiledCode).
+    static constexpr Vm::EventSwitch kCode[] = {
+        {EV_JITTED_METHOD_LOADED, JVMTI_EVENT_COMPILED_METHOD_LOAD},
+        {EV_JITTED_METHOD_UNLOADED, JVMTI_EVENT_COMPILED_METHOD_UNLOAD},
+        {EV_DYNAMIC_CODE_GENERATED, JVMTI_EVENT_DYNAMIC_CODE_GENERATED},
+    };
+    for (const Vm::EventSwitch &e : kCode) {
+        if (on || !Vm::Wants(e.event)) jvmti->SetEventNotificationMode(on ? JVMTI_ENABLE : JVMTI_DISABLE, e.jvmti, nullptr);
+    }
+}
+
+TResult Sampling::SetRate(unsigned hz, bool wall) {
+    if (hz == 0) return MRTE_ERROR_ILLEGAL_ARGUMENT;
+    std::lock_guard control(controlMutex_);
+    hz_.store(hz, std::memory_order_relaxed);
+    const bool modeChanged = wall_.exchange(wall) != wall;
+    if (running_.load(std::memory_order_acquire)) {
+        std::lock_guard lock(threadsMutex_);
+        for (auto &[tid, t] : threads_) {
+            if (modeChanged && t.hasTimer) {
+                timer_delete(t.timer);
+                t.hasTimer = false;
+            }
+            if (!t.notJava) ArmLocked(t, tid);
+        }
+    }
+    return MRTE_RESULT_OK;
+}
+
+void Sampling::Prepared(jclass klass) {
+    if (!wanted_ || !active_.load(std::memory_order_acquire)) return;
+    jint count = 0;
+    jmethodID *methods = nullptr;
+    if (Vm::Jvmti()->GetClassMethods(klass, &count, &methods) == JVMTI_ERROR_NONE) {
+        Vm::Jvmti()->Deallocate(reinterpret_cast<unsigned char *>(methods));
+    }
+}
+
+void Sampling::CodeLoaded(const void *address, jint size, jmethodID method) {
+    if (!wanted_ || address == nullptr || size <= 0) return;
+    const auto start = reinterpret_cast<std::uintptr_t>(address);
+    {
+        std::lock_guard lock(codeMutex_);
+        code_[start] = {static_cast<std::size_t>(size), method};
+    }
+    MarkCode(start, static_cast<std::size_t>(size), true);
+}
+
+void Sampling::CodeUnloaded(const void *address) {
+    if (!wanted_) return;
+    const auto start = reinterpret_cast<std::uintptr_t>(address);
+    std::size_t size = 0;
+    {
+        std::lock_guard lock(codeMutex_);
+        auto it = code_.find(start);
+        if (it == code_.end()) return;
+        size = it->second.size;
+        code_.erase(it);
+    }
+    MarkCode(start, size, false);
+}
+
+jmethodID Sampling::MethodAt(std::uintptr_t pc) {
+    std::lock_guard lock(codeMutex_);
+    auto it = code_.upper_bound(pc);
+    if (it == code_.begin()) return nullptr;
+    --it;
+    return pc - it->first < it->second.size ? it->second.method : nullptr;
+}
+
+void Sampling::JmethodIdsForLoadedClasses() {
+    jvmtiEnv *jvmti = Vm::Jvmti();
+    jint count = 0;
+    jclass *classes = nullptr;
+    if (jvmti->GetLoadedClasses(&count, &classes) != JVMTI_ERROR_NONE) return;
+    JNIEnv *jni = Vm::Jni();
+    for (jint i = 0; i < count; ++i) {
+        jint status = 0;
+        // Only prepared classes have methods to name; the others come through ClassPrepare.
+        if (jvmti->GetClassStatus(classes[i], &status) == JVMTI_ERROR_NONE && (status & JVMTI_CLASS_STATUS_PREPARED)) {
+            jint n = 0;
+            jmethodID *methods = nullptr;
+            if (jvmti->GetClassMethods(classes[i], &n, &methods) == JVMTI_ERROR_NONE) {
+                jvmti->Deallocate(reinterpret_cast<unsigned char *>(methods));
+            }
+        }
+        if (jni != nullptr) jni->DeleteLocalRef(classes[i]);
+    }
+    jvmti->Deallocate(reinterpret_cast<unsigned char *>(classes));
+}
+
+std::string Sampling::Start(JNIEnv *) {
+    NoteStackTop();  // the calling thread's (VMInit: the main thread)
+    std::lock_guard control(controlMutex_);
+    if (running_.load(std::memory_order_acquire)) return "";
+    if (gAgct.load() == nullptr) {
+        auto agct = reinterpret_cast<AgctFn>(dlsym(RTLD_DEFAULT, "AsyncGetCallTrace"));
+        if (agct == nullptr) return "this JVM has no AsyncGetCallTrace (not HotSpot?): no SampleHit events";
+        gAgct.store(agct);
+    }
+    if (gRing == nullptr) {
+        void *ring = mmap(nullptr, sizeof(RawSample) * kSlots, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (ring == MAP_FAILED) return "cannot map the sample buffer: no SampleHit events";
+        gRing = static_cast<RawSample *>(ring);
+        for (std::size_t i = 0; i < kSlots; ++i) new (&gRing[i]) RawSample;
+    }
+    active_.store(true, std::memory_order_release);  // ClassPrepare makes jmethodIDs from now on
+    JmethodIdsForLoadedClasses();
+    if (!codeComplete_) {  // started after Agent_OnLoad (attach) or after a Stop: the code made before
+        SwitchEvents(true);
+        Vm::Jvmti()->GenerateEvents(JVMTI_EVENT_DYNAMIC_CODE_GENERATED);
+        Vm::Jvmti()->GenerateEvents(JVMTI_EVENT_COMPILED_METHOD_LOAD);
+        codeComplete_ = true;
+    }
+    static bool handlerInstalled = false;
+    if (!handlerInstalled) {
+        struct sigaction sa {};
+        sa.sa_sigaction = OnSignal;
+        sa.sa_flags = SA_SIGINFO | SA_RESTART;
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(SIGPROF, &sa, nullptr) != 0) return "cannot install the SIGPROF handler: no SampleHit events";
+        handlerInstalled = true;
+    }
+    stopping_.store(false);
+    running_.store(true, std::memory_order_release);
+    {
+        // The threads running now (later ones at their ThreadStart). Threads that are
+        // not the JVM's Java threads are dropped at their first sample.
+        std::lock_guard lock(threadsMutex_);
+        for (pid_t tid : TasksOfThisProcess()) AddThreadLocked(tid);
+    }
+    thread_ = std::thread(Run);
+    return "";
+}
+
+void Sampling::Stop() {
+    std::lock_guard control(controlMutex_);
+    if (!running_.load(std::memory_order_acquire)) return;
+    {
+        std::lock_guard lock(threadsMutex_);
+        for (auto &[tid, t] : threads_) {
+            if (t.hasTimer) timer_delete(t.timer);
+        }
+        threads_.clear();
+    }
+    running_.store(false, std::memory_order_release);
+    stopping_.store(true, std::memory_order_release);
+    if (thread_.joinable()) thread_.join();  // it raises what is left, then detaches from the JVM
+    // The JVM back to full speed: no ClassLoad, CompiledMethodLoad (and with it the
+    // debug information at every instruction) or jmethodIDs at ClassPrepare. What is
+    // known of the code is dropped: unloads are not seen from now on, and Start asks
+    // for it all again.
+    active_.store(false, std::memory_order_release);
+    SwitchEvents(false);
+    {
+        std::lock_guard lock(codeMutex_);
+        code_.clear();
+    }
+    if (gCodeBits != nullptr) madvise(gCodeBits, kCodeWindow / kCodeGrain / 8, MADV_DONTNEED);  // zeroes
+    codeComplete_ = false;
+}
+
+// ---- Threads -------------------------------------------------------------------------------
+
+void Sampling::AddThreadLocked(pid_t tid) {
+    auto [it, added] = threads_.try_emplace(tid);
+    if (added) ArmLocked(it->second, tid);
+}
+
+void Sampling::ArmLocked(SampledThread &t, pid_t tid) {
+    if (wall_.load(std::memory_order_relaxed)) return;  // the sampler thread signals it
+    if (!t.hasTimer) {
+        sigevent event{};
+        event.sigev_notify = SIGEV_THREAD_ID;
+        event.sigev_signo = SIGPROF;
+        event._sigev_un._tid = tid;
+        if (timer_create(ThreadCpuClock(tid), &event, &t.timer) != 0) return;  // the thread is gone
+        t.hasTimer = true;
+    }
+    const long periodNs = 1'000'000'000L / static_cast<long>(hz_.load(std::memory_order_relaxed));
+    itimerspec spec{};
+    spec.it_interval.tv_sec = periodNs / 1'000'000'000L;
+    spec.it_interval.tv_nsec = periodNs % 1'000'000'000L;
+    spec.it_value = spec.it_interval;
+    timer_settime(t.timer, 0, &spec, nullptr);
+}
+
+void Sampling::DropThreadLocked(pid_t tid) {
+    auto it = threads_.find(tid);
+    if (it == threads_.end()) return;
+    if (it->second.hasTimer) timer_delete(it->second.timer);
+    threads_.erase(it);
+}
+
+void Sampling::ThreadStarted() {
+    if (!wanted_ || tSamplerThread) return;
+    NoteStackTop();
+    if (!running_.load(std::memory_order_acquire)) return;
+    std::lock_guard lock(threadsMutex_);
+    AddThreadLocked(static_cast<pid_t>(syscall(SYS_gettid)));
+}
+
+void Sampling::ThreadEnded() {
+    if (!running_.load(std::memory_order_acquire) || tSamplerThread) return;
+    std::lock_guard lock(threadsMutex_);
+    DropThreadLocked(static_cast<pid_t>(syscall(SYS_gettid)));
+}
+
+void Sampling::SignalAll() {
+    const pid_t pid = getpid();
+    std::lock_guard lock(threadsMutex_);
+    for (auto it = threads_.begin(); it != threads_.end();) {
+        if (!it->second.notJava && syscall(SYS_tgkill, pid, it->first, SIGPROF) != 0 && errno == ESRCH) {
+            it = threads_.erase(it);  // ended without a ThreadEnd (not a Java thread)
+        } else {
+            ++it;
+        }
+    }
+}
+
+// ---- The sampler thread -----------------------------------------------------------------------
+
+void Sampling::DrainInFrame(JNIEnv *jni) {
+    InLocalFrame(jni, [] { Drain(); });
+}
+
+void Sampling::Run() {
+    tSamplerThread = true;
+    JavaVM *vm = Vm::Java();
+    JNIEnv *jni = nullptr;
+    JavaVMAttachArgs args{JNI_VERSION_1_8, const_cast<char *>("Martini sampler"), nullptr};
+    const bool attached = vm->AttachCurrentThreadAsDaemon(reinterpret_cast<void **>(&jni), &args) == JNI_OK;
+    if (!attached) jni = nullptr;
+    {
+        // Not sampled itself: attaching made it a Java thread with a ThreadStart.
+        std::lock_guard lock(threadsMutex_);
+        DropThreadLocked(static_cast<pid_t>(syscall(SYS_gettid)));
+    }
+    using Clock = std::chrono::steady_clock;
+    auto next = Clock::now();
+    auto lastDrain = next;
+    while (!stopping_.load(std::memory_order_acquire)) {
+        if (wall_.load(std::memory_order_relaxed)) {
+            next += std::chrono::nanoseconds(1'000'000'000L / hz_.load(std::memory_order_relaxed));
+            const auto now = Clock::now();
+            if (next < now) next = now;  // late (a slow drain): no burst to catch up
+            std::this_thread::sleep_until(next);
+            SignalAll();
+            if (Clock::now() - lastDrain >= std::chrono::milliseconds(20)) {
+                DrainInFrame(jni);
+                lastDrain = Clock::now();
+            }
+        } else {
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            DrainInFrame(jni);
+        }
+    }
+    // Samples taken before the timers were deleted; a handler still running on
+    // another thread finishes its slot within microseconds.
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    DrainInFrame(jni);
+    gMethodCache.clear();
+    timespec cpu{};
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0) {
+        gSamplerCpuNs.fetch_add(static_cast<std::uint64_t>(cpu.tv_sec) * 1'000'000'000ull +
+                                    static_cast<std::uint64_t>(cpu.tv_nsec),
+                                std::memory_order_relaxed);
+    }
+    if (attached) vm->DetachCurrentThread();
+}
+
+std::size_t Sampling::Drain() {
+    struct Ready {
+        RawSample *slot;
+        std::uint64_t time;
+    };
+    std::vector<Ready> ready;
+    for (std::size_t i = 0; i < kSlots; ++i) {
+        if (gStates[i].load(std::memory_order_acquire) == kReady) ready.push_back({&gRing[i], gRing[i].timeNs});
+    }
+    std::sort(ready.begin(), ready.end(), [](const Ready &a, const Ready &b) { return a.time < b.time; });
+    core::Core &core = Vm::Core();
+    const BitSet wanted = core.RequestedData(EV_SAMPLE_HIT);
+    std::vector<SStackEntry> stack;
+    std::vector<pid_t> notJava;
+    for (const Ready &r : ready) {
+        RawSample &s = *r.slot;
+        const jint n = s.numFrames;
+        TId threadId = s.threadId;
+        if (n == kNotJvmThread || (n <= 0 && threadId == 0)) {
+            // A GC, compiler or native thread (or a JVM thread with no Java frame that
+            // Martini never saw start): no runtime thread to name, no Java stack.
+            gNotJvmThread.fetch_add(1, std::memory_order_relaxed);
+            notJava.push_back(s.tid);
+            StateOf(s).store(kFree, std::memory_order_release);
+            continue;
+        }
+        if (threadId == 0) threadId = Threads::IdOfOsThread(s.tid);  // started before Martini saw it
+        stack.clear();
+        if (n > 0) {
+            if (n == kMaxFrames) gTruncated.fetch_add(1, std::memory_order_relaxed);
+            for (jint i = 0; i < n; ++i) {
+                AgctFrame f = s.frames[i];
+                if (i == 0 && f.lineno == kUnknownFrameLine) {
+                    // A walk retried from the caller: the interrupted frame named by
+                    // the compiled method its address is in, when it is in one.
+                    f.method = MethodAt(s.pc);
+                    if (f.method != nullptr) gNamedByAddress.fetch_add(1, std::memory_order_relaxed);
+                }
+                TId method = 0;
+                if (f.method != nullptr) {
+                    auto [it, added] = gMethodCache.try_emplace(f.method, 0);
+                    if (added) it->second = ClassRegistry::MethodIdOf(f.method);
+                    method = it->second;
+                }
+                const MethodRecord *m = ClassRegistry::Method(method);
+                const bool java = f.lineno >= 0;
+                const auto bci = static_cast<std::uint32_t>(f.lineno);
+                stack.push_back({method, java ? bci : ~0u, java && m != nullptr ? LineAt(m->lines, bci) : 0u});
+            }
+        } else {
+            const int cause = -n;
+            gFailed[cause < kCauseCount ? cause : kCauseCount].fetch_add(s.weight, std::memory_order_relaxed);
+        }
+        const std::uint32_t weight = s.weight;
+        const std::uint64_t time = s.timeNs;
+        StateOf(s).store(kFree, std::memory_order_release);
+        if (threadId == 0) {
+            gNoId.fetch_add(weight, std::memory_order_relaxed);
+            continue;
+        }
+        SSampleHitEventData d;
+        core::Put(d, wanted, DR_THREAD_ID, d.threadId, threadId);
+        core::Put(d, wanted, DR_CPU_TIMESTAMP, d.uiCpuTimestamp, time);
+        if (n > 0 && (wanted & DR_VM_CALL_STACK)) {
+            d.stackTrace.entries = stack.data();
+            d.stackTrace.uiSize = d.stackTrace.uiActualSize = static_cast<unsigned>(stack.size());
+            d.validData |= DR_VM_CALL_STACK;
+        }
+        for (std::uint32_t w = 0; w < weight; ++w) core.Raise<ISampleHitEventObserver>(d);
+        gRaised.fetch_add(weight, std::memory_order_relaxed);
+    }
+    if (!notJava.empty()) {
+        std::lock_guard lock(threadsMutex_);
+        for (pid_t tid : notJava) {
+            auto it = threads_.find(tid);
+            if (it == threads_.end() || it->second.notJava) continue;
+            it->second.notJava = true;
+            if (it->second.hasTimer) timer_delete(it->second.timer);
+            it->second.hasTimer = false;
+        }
+    }
+    return ready.size();
+}
+
+// ---- Summary --------------------------------------------------------------------------------
+
+void Sampling::PrintSummary() {
+    if (gTaken.load() == 0 && gLost.load() == 0) return;
+    std::string failed;
+    std::uint64_t failedAll = 0;
+    for (int i = 0; i <= kCauseCount; ++i) {
+        const std::uint64_t n = gFailed[static_cast<std::size_t>(i)].load();
+        if (n == 0) continue;
+        failedAll += n;
+        failed += (failed.empty() ? "" : ", ") + std::to_string(n) + " " + (i < kCauseCount ? kCauses[i] : "other");
+    }
+    std::string line = "sampling: " + std::to_string(gRaised.load()) + " samples raised at " +
+                       std::to_string(hz_.load()) + (wall_.load() ? " Hz of wall-clock time" : " Hz of CPU time");
+    if (failedAll != 0) line += "; " + std::to_string(failedAll) + " could not be walked (" + failed + ")";
+    if (const auto retried = gWalkedFromCaller.load(); retried != 0) {
+        line += "; " + std::to_string(gRecovered.load()) + " of " + std::to_string(retried) +
+                " walked from the caller of an unknown frame (" + std::to_string(gNamedByAddress.load()) +
+                " of those frames named from their compiled code's address)";
+    }
+    if (const auto lost = gLost.load(); lost != 0) line += "; " + std::to_string(lost) + " lost (buffer full)";
+    if (const auto truncated = gTruncated.load(); truncated != 0) {
+        line += "; " + std::to_string(truncated) + " stacks cut at " + std::to_string(kMaxFrames) + " frames";
+    }
+    if (const auto noId = gNoId.load(); noId != 0) line += "; " + std::to_string(noId) + " in threads without an id";
+    char cost[128];
+    std::snprintf(cost, sizeof cost, "; CPU spent: %.1f ms in the signal handler, %.1f ms on the sampler thread",
+                  static_cast<double>(gHandlerNs.load()) / 1e6, static_cast<double>(gSamplerCpuNs.load()) / 1e6);
+    line += cost;
+    core::LogLine(line);
+}
+
+}  // namespace martini::jvm

@@ -1,0 +1,129 @@
+// Sampling: SampleHit from HotSpot's AsyncGetCallTrace (AGCT), the way
+// async-profiler samples: a signal (SIGPROF) interrupts a thread wherever it is,
+// safepoint or not, and the handler walks its Java stack there.
+//
+//   CPU mode   a POSIX timer per thread on its own CPU clock (timer_create with the
+//              thread's CPU clock and SIGEV_THREAD_ID), so a thread is sampled per
+//              1/hz seconds of CPU it uses; a timer that fired late says by how many
+//              periods (si_overrun) and the sample counts that many times.
+//   wall mode  the sampler thread signals every runtime thread (tgkill) each 1/hz
+//              seconds, sleeping, waiting and blocked ones too.
+//
+// The handler takes no lock, allocates nothing and calls no client: it claims a slot
+// of a preallocated ring (one compare-and-swap), lets AGCT fill the slot's frames and
+// marks it ready. The sampler thread (attached to the JVM as a daemon) takes ready
+// slots every few milliseconds, turns jmethodIDs into method ids and bytecode indexes
+// into lines, and raises SampleHit there, in time order within each batch. A sample
+// AGCT could not walk is raised without DR_VM_CALL_STACK and counted by AGCT's cause;
+// a sample that found the ring full is counted and lost. The counts are printed at
+// VMDeath.
+//
+// AGCT names only methods with a jmethodID: every class gets its jmethodIDs at
+// ClassPrepare (GetClassMethods), and the classes loaded before Start at Start.
+// CompiledMethodLoad is switched on (with nothing done in it unless a client wants
+// JIT events) because it makes HotSpot record debug information at every
+// instruction of compiled code (as -XX:+DebugNonSafepoints), so a sample in a loop
+// with no safepoint poll names the loop's method and line, inlined or not.
+//
+// No bytecode is rewritten and no call-graph capability is taken.
+//
+// Locks: threadsMutex_ guards threads_ (the sampled OS threads and their timers) and
+// is never taken in the handler; the ring's slots are handed over by their atomic
+// state; rate and mode are atomics. Start and Stop may be called from any thread of
+// the JVM (VMInit, VMDeath, attach, detach) but not at once (controlMutex_).
+#pragma once
+
+#include "vm.h"
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <map>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+
+namespace martini::jvm {
+
+class Sampling {
+public:
+    // Agent_OnLoad: wanted when some client observes SampleHit.
+    static void Decide();
+    static bool Wanted() { return wanted_; }
+    static void AddCapabilities(jvmtiCapabilities &caps);
+    // Agent_OnLoad: an empty ClassLoad callback (AGCT walks nothing unless the JVM
+    // posts ClassLoad events), after the callbacks are set: ClassLoad and
+    // CompiledMethodLoad on (see above).
+    static void SetCallbacks(jvmtiEventCallbacks &callbacks);
+    static void EnableEvents();
+    // IMpi::SetSamplingRate through the core: the rate for the next Start, and for the
+    // running sampler at once.
+    static TResult SetRate(unsigned hz, bool wall);
+
+    // Starts sampling (idempotent): jmethodIDs for the classes loaded so far, the
+    // signal handler, the timers of the threads running now, the sampler thread.
+    // Returns "" or why sampling cannot run (no AGCT in this JVM, ...).
+    static std::string Start(JNIEnv *jni);
+    // Stops sampling (idempotent): the timers deleted, the samples taken so far
+    // raised, the sampler thread ended, ClassLoad and the code events off (those no
+    // client wants). The handler stays installed and returns at once.
+    static void Stop();
+    static bool Running() { return running_.load(std::memory_order_acquire); }
+
+    // ClassPrepare (Instrumentation): the class's jmethodIDs, so AGCT can name its methods.
+    static void Prepared(jclass klass);
+    // CompiledMethodLoad/Unload and DynamicCodeGenerated (CompiledCode): where the
+    // JVM's code is, so that a walk is retried only from an address inside it.
+    // `method`: the compiled method's (null for the interpreter and stubs), which
+    // names a frame AGCT could not name at an address inside it.
+    static void CodeLoaded(const void *address, jint size, jmethodID method);
+    static void CodeUnloaded(const void *address);
+    // On the thread itself, at ThreadStart and ThreadEnd (Threads).
+    static void ThreadStarted();
+    static void ThreadEnded();
+
+    // VMDeath: one line with what was sampled and what could not be.
+    static void PrintSummary();
+
+private:
+    struct SampledThread {
+        timer_t timer{};
+        bool hasTimer = false;
+        bool notJava = false;  // its samples found no Java thread: left alone
+    };
+    static void JmethodIdsForLoadedClasses();
+    static void SwitchEvents(bool on);  // ClassLoad and the code events
+    // Caller holds threadsMutex_.
+    static void AddThreadLocked(pid_t tid);
+    static void ArmLocked(SampledThread &t, pid_t tid);
+    static void DropThreadLocked(pid_t tid);
+    static void Run();          // the sampler thread
+    static void SignalAll();    // wall mode: one signal to each runtime thread
+    static std::size_t Drain(); // raises the ready samples; returns how many
+    static void DrainInFrame(JNIEnv *jni);
+
+    static inline bool wanted_ = false;
+    static inline std::atomic<unsigned> hz_{Martini::MPI::kDefaultSamplingHz};
+    static inline std::atomic<bool> wall_{false};
+    static inline std::atomic<bool> running_{false};
+    static inline std::atomic<bool> stopping_{false};
+    static inline std::atomic<bool> active_{false};  // from Start to Stop: jmethodIDs at ClassPrepare
+    static inline std::mutex controlMutex_;  // Start, Stop
+    static inline std::mutex threadsMutex_;
+    static inline std::unordered_map<pid_t, SampledThread> threads_;
+    static inline std::thread thread_;
+    struct CodeRange {
+        std::size_t size;
+        jmethodID method;
+    };
+    static inline std::mutex codeMutex_;  // code_ (code events and the sampler thread; never the handler)
+    static inline std::map<std::uintptr_t, CodeRange> code_;  // by start address
+    static jmethodID MethodAt(std::uintptr_t pc);
+    // The code events were on from Agent_OnLoad, so every range was seen; else
+    // Start asks the JVM for the code made before (GenerateEvents).
+    static inline bool codeComplete_ = false;
+};
+
+}  // namespace martini::jvm

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# SampleHit on a real JVM, through cgprof's sample mode: a known CPU split is
+# attributed in proportion, wall-clock mode sees a sleeping thread, a counted loop
+# with no safepoint poll is attributed to its own method, 64 threads loading classes
+# neither crash nor hang, a sampling-only run rewrites no class, and the report's
+# formats say the profile is sampled.
+# usage: sampling_test.sh AGENT JAVAC JAVA JAVA_DIR
+set -uo pipefail
+agent=$1 javac=$2 java=$3 javadir=$4
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+"$javac" -d "$work/classes" "$javadir/sampling/SamplingWorkload.java" || exit 1
+source "$(dirname "$0")/checks.sh"
+run() {  # run NAME CGPROF_OPTIONS WORKLOAD [JVM FLAGS...]
+  local name=$1 options=$2 workload=$3
+  shift 3
+  mkdir -p "$work/$name/dump"
+  MARTINI_DUMP_CLASSES="$work/$name/dump" timeout 120 "$java" "$@" \
+    -agentpath:"$agent=cgprof=$options,out=$work/$name,top=5" -cp "$work/classes" SamplingWorkload "$workload" \
+    >"$work/$name.out" 2>"$work/$name.err"
+  echo $? >"$work/$name.rc"
+}
+# self NAME METHOD: the nanoseconds of samples whose innermost frame is METHOD.
+self() { awk -v m="$2" '{ n = split($1, f, ";"); if (f[n] == m) s += $2 } END { print s + 0 }' "$work/$1/cgprof.collapsed"; }
+# within NAME METHOD: the nanoseconds of samples with METHOD anywhere on the stack.
+within() { awk -v m="$2" '{ if (index($1, m)) s += $2 } END { print s + 0 }' "$work/$1/cgprof.collapsed"; }
+total() { awk '{ s += $2 } END { print s + 0 }' "$work/$1/cgprof.collapsed"; }
+ran() {  # ran NAME WORKLOAD: exit 0, the program's own output, the report files
+  if [ "$(cat "$work/$1.rc")" = 0 ] && grep -q "^done $2$" "$work/$1.out" && [ -s "$work/$1/cgprof.json" ]; then ok; else
+    fail "$1: exit $(cat "$work/$1.rc"), output '$(head -c 200 "$work/$1.out")'"; tail -5 "$work/$1.err"; fi
+}
+
+# 1. CPU mode: spinA uses 1200 ms of CPU, spinB 400 ms, the sleeper none.
+run cpu sample=500,formats=json+collapsed+chrome+pprof split
+ran cpu split
+a=$(self cpu SamplingWorkload.spinA) b=$(self cpu SamplingWorkload.spinB) sleep=$(within cpu SamplingWorkload.sleeper)
+if [ "$b" -gt 0 ] && awk -v a="$a" -v b="$b" 'BEGIN { r = a / b; exit !(r > 2.2 && r < 4.0) }' &&
+   awk -v a="$a" 'BEGIN { exit !(a > 0.8e9 && a < 1.6e9) }'; then ok; else
+  fail "CPU split: spinA ${a} ns, spinB ${b} ns (expected about 1.2e9 and 0.4e9, 3:1)"; tail -12 "$work/cpu.err"; fi
+[ "$sleep" -lt 50000000 ] && ok || fail "CPU mode sampled the sleeping thread: ${sleep} ns"
+grep -q "cgprof: sampled at 500 Hz of CPU time: [0-9]* samples, [0-9]* could not be walked" "$work/cpu.err" && ok ||
+  fail "the report line on the terminal"; 
+grep -q '"mode":"sampled 500 Hz cpu"' "$work/cpu/cgprof.json" && grep -q '"periodNs":2000000' "$work/cpu/cgprof.json" &&
+  grep -q '"samples_not_walkable":' "$work/cpu/cgprof.json" && grep -q '"name":"cpu","unit":"nanoseconds"' "$work/cpu/cgprof.json" &&
+  ok || fail "the JSON does not say it is sampled, at what rate, how many failed"
+grep -q synthesized "$work/cpu/cgprof.trace.json" && ok || fail "the Chrome trace is not a synthesized flame chart"
+python3 - "$work/cpu/cgprof.pb.gz" <<'EOF' && ok || fail "pprof: no samples/count and cpu/nanoseconds sample types"
+import gzip, sys
+data = gzip.open(sys.argv[1]).read()
+sys.exit(0 if all(s in data for s in (b"samples", b"count", b"cpu", b"nanoseconds", b"spinA")) else 1)
+EOF
+# Sampling only: no class rewritten, no retransformation.
+[ -z "$(ls -A "$work/cpu/dump")" ] && ok || fail "a sampling-only run rewrote classes: $(ls "$work/cpu/dump" | head -3)"
+
+# 2. Wall-clock mode: the sleeper's 1500 ms are seen (sleeping threads are sampled too).
+run wall sample=200,wall,formats=json+collapsed split
+ran wall split
+sleep=$(within wall SamplingWorkload.sleeper)
+awk -v s="$sleep" 'BEGIN { exit !(s > 1.0e9 && s < 2.0e9) }' && ok ||
+  fail "wall mode: the sleeper got ${sleep} ns (expected about 1.5e9)"
+grep -q "cgprof: sampled at 200 Hz of wall-clock time" "$work/wall.err" && ok || fail "wall mode's report line"
+
+# 3. A counted loop with no safepoint poll in it: its own method, not its caller.
+run counted sample=500,formats=json+collapsed counted -XX:-UseCountedLoopSafepoints -XX:LoopStripMiningIter=0
+ran counted counted
+loop=$(self counted SamplingWorkload.countedLoop) all=$(total counted)
+awk -v l="$loop" -v t="$all" 'BEGIN { exit !(t > 0 && l / t > 0.6) }' && ok ||
+  fail "counted loop: countedLoop has ${loop} of ${all} ns"; 
+
+# 4. 64 threads defining classes, at 1 kHz, in both modes: no crash, no hang, samples counted.
+for mode in cpu wall; do
+  opts=sample=1000,formats=json
+  [ $mode = wall ] && opts=$opts,wall
+  run stress-$mode "$opts" stress
+  ran stress-$mode stress
+  samples=$(sed -n 's/.*"samples":\([0-9]*\).*/\1/p' "$work/stress-$mode/cgprof.json")
+  threads=$(grep -o '"name":"loader-[0-9]*"' "$work/stress-$mode/cgprof.json" | sort -u | wc -l)
+  [ "${samples:-0}" -gt 100 ] && [ "$threads" -ge 16 ] && ok ||
+    fail "stress ($mode): ${samples:-no} samples, $threads loader threads in the report"
+done
+
+# 5. Bad options: one line naming the problem, and the program runs on.
+bad() {  # bad CGPROF_OPTIONS EXPECTED (or bad CLIENT=OPTIONS EXPECTED)
+  local spec=$1
+  case $spec in callcount=*|heapprof=*|threadprof=*) ;; *) spec=cgprof=$spec ;; esac
+  "$java" -agentpath:"$agent=$spec" -cp "$work/classes" SamplingWorkload noop >"$work/bad.out" 2>"$work/bad.err"
+  grep -q -- "$2" "$work/bad.err" && ok || fail "$spec: expected '$2', got: $(head -3 "$work/bad.err")"
+}
+bad sample=0 "option 'sample': '0' is not a rate in Hz"
+bad sample=20000 "not a rate in Hz (1 to 10000)"
+bad wall "option 'wall' needs sample mode"
+bad sample,counts "sample mode takes none of counts"
+# The bundled clients that cannot use samples say so.
+bad callcount=sample "callcount: cannot use samples (SampleHit)"
+bad heapprof=sample "cannot use samples (SampleHit): heapprof samples allocations"
+bad threadprof=sample "cannot use samples (SampleHit): threadprof records monitor"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
