@@ -200,6 +200,7 @@ struct ThreadTree {
         return b;
     }
     std::vector<SpanRecord> spans;
+    bool heldByThreadPause = false;  // events dropped while its thread was paused
 
     ThreadTree() { nodes.emplace_back(); }
 
@@ -236,10 +237,27 @@ struct ThreadTree {
 
 class Profiler;
 
-// Marks the thread's tree busy for the duration of a handler (see Profiler::Quiesce).
+// What a profile is built from: one thread's tree as it was at the end of the run or
+// at a sample point (Profiler::Take), its open calls then closed at its last event.
+struct TreeCopy {
+    TId threadId = 0;
+    std::vector<CallNode> nodes;
+    std::vector<OpenCall> stack;
+    std::unordered_map<TId, BeyondBudget> beyond;
+    std::vector<SpanRecord> spans;
+    std::uint64_t lastWall = 0, lastCpu = 0, excludedNs = 0;
+    std::uint64_t depthOverflows = 0, unmatchedLeaves = 0, unclosedByPause = 0, exceptionExits = 0;
+    std::uint64_t callsBeyondBudget = 0, callsNotTraced = 0;
+};
+
+// Holds the thread's tree for the duration of a handler, against a sample point
+// copying it from another thread (see Profiler::Snapshot) and the end of the run
+// (Profiler::Quiesce). Uncontended but for those: one exchange per event.
 struct BusyScope {
     ThreadTree &t;
-    explicit BusyScope(ThreadTree &tree) : t(tree) { t.busy.store(1, std::memory_order_relaxed); }
+    explicit BusyScope(ThreadTree &tree) : t(tree) {
+        while (t.busy.exchange(1, std::memory_order_acquire) != 0) std::this_thread::yield();
+    }
     ~BusyScope() { t.busy.store(0, std::memory_order_release); }
 };
 
@@ -259,8 +277,9 @@ public:
     // event and this one is charged to no frame (it holds the pause).
     void CheckEpoch(ThreadTree &t, std::uint64_t wall, std::uint64_t cpu) {
         const std::uint32_t epoch = epoch_.load(std::memory_order_relaxed);
-        if (epoch != t.seenEpoch) {
+        if (epoch != t.seenEpoch || t.heldByThreadPause) {
             t.seenEpoch = epoch;
+            t.heldByThreadPause = false;
             if (t.lastWall != 0 && wall > t.lastWall) t.excludedNs += wall - t.lastWall;
             if (t.lastCpu != 0 && cpu > t.lastCpu) t.excludedCpuNs += cpu - t.lastCpu;
         }
@@ -268,9 +287,20 @@ public:
         t.lastCpu = cpu;
     }
 
+    // The thread is paused on its own (CC_THREAD_PAUSE): its events are dropped, and
+    // the time until its first event after the resume is charged to no one.
+    bool HeldByThreadPause(ThreadTree &t) {
+        if (pausedThreadCount_.load(std::memory_order_relaxed) == 0) return false;
+        std::lock_guard lock(pausedMutex_);
+        if (std::find(pausedThreads_.begin(), pausedThreads_.end(), t.threadId) == pausedThreads_.end()) return false;
+        t.heldByThreadPause = true;
+        return true;
+    }
+
     void Enter(TId threadId, TId method, std::uint64_t wall, std::uint64_t cpu) {
         ThreadTree &t = Tree(threadId);
         BusyScope busy(t);
+        if (HeldByThreadPause(t)) return;
         CheckEpoch(t, wall, cpu);
         if (t.stack.size() >= o_.depth) {
             ++t.beyondDepth;
@@ -300,6 +330,7 @@ public:
     void Leave(TId threadId, TId method, std::uint64_t wall, std::uint64_t cpu, bool exceptional) {
         ThreadTree &t = Tree(threadId);
         BusyScope busy(t);
+        if (HeldByThreadPause(t)) return;
         CheckEpoch(t, wall, cpu);
         if (t.beyondDepth > 0) {
             --t.beyondDepth;
@@ -345,6 +376,21 @@ public:
         epoch_.fetch_add(1, std::memory_order_relaxed);
     }
 
+    // EcCustomCommand: sample points and per-thread pause (MPI's EControlCommand ids).
+    void Command(const SEcCustomCommandEventData &d) {
+        if (!(d.validData & DR_COMMAND) || d.szCommandData == nullptr) return;
+        if (d.uiCommandId == CC_SAMPLE) {
+            Snapshot(d.szCommandData);
+        } else if (d.uiCommandId == CC_THREAD_PAUSE || d.uiCommandId == CC_THREAD_RESUME) {
+            const TId thread = std::strtoull(d.szCommandData, nullptr, 10);
+            std::lock_guard lock(pausedMutex_);
+            auto it = std::find(pausedThreads_.begin(), pausedThreads_.end(), thread);
+            if (d.uiCommandId == CC_THREAD_PAUSE && it == pausedThreads_.end()) pausedThreads_.push_back(thread);
+            if (d.uiCommandId == CC_THREAD_RESUME && it != pausedThreads_.end()) pausedThreads_.erase(it);
+            pausedThreadCount_.store(static_cast<unsigned>(pausedThreads_.size()), std::memory_order_relaxed);
+        }
+    }
+
     void ThreadStarted(const SThreadStartEventData &d) {
         if (!(d.validData & DR_THREAD_NAME) || d.szThreadName == nullptr) return;
         std::lock_guard lock(mutex_);
@@ -353,9 +399,40 @@ public:
     martini::clients::OutputDirectory &outputDirectory() { return outputDir_; }
 
     void Finish();
+    // A sample point: the files as they would be written now, named <name>-<label>;
+    // collection goes on.
+    void Snapshot(const std::string &label);
 
 private:
-    void Close(ThreadTree &t, std::uint64_t wall, std::uint64_t cpu) {
+    // One thread's tree for a profile: moved out at the end, copied at a sample point
+    // (under the tree's BusyScope, so no handler changes it meanwhile).
+    static TreeCopy Take(ThreadTree &t, bool move) {
+        TreeCopy c;
+        c.threadId = t.threadId;
+        c.nodes = move ? std::move(t.nodes) : t.nodes;
+        c.stack = move ? std::move(t.stack) : t.stack;
+        c.beyond = move ? std::move(t.beyond) : t.beyond;
+        c.spans = move ? std::move(t.spans) : t.spans;
+        // The open calls beyond the node budget point into the copy's own table.
+        for (OpenCall &call : c.stack) {
+            if (call.node == kNone) call.beyond = &c.beyond[call.method];
+        }
+        c.lastWall = t.lastWall;
+        c.lastCpu = t.lastCpu;
+        c.excludedNs = t.excludedNs;
+        c.depthOverflows = t.depthOverflows;
+        c.unmatchedLeaves = t.unmatchedLeaves;
+        c.unclosedByPause = t.unclosedByPause;
+        c.exceptionExits = t.exceptionExits;
+        c.callsBeyondBudget = t.callsBeyondBudget;
+        c.callsNotTraced = t.callsNotTraced;
+        return c;
+    }
+    // Builds the profile from the trees and writes it (`label` empty: the run's end).
+    void Emit(std::vector<TreeCopy> &trees, const std::string &label);
+
+    template <class Tree>
+    void Close(Tree &t, std::uint64_t wall, std::uint64_t cpu) {
         const OpenCall call = t.stack.back();
         t.stack.pop_back();
         const std::uint64_t excluded = t.excludedNs - call.excludedAtEnter;
@@ -417,13 +494,34 @@ private:
     martini::clients::OutputDirectory outputDir_;
     std::atomic<bool> paused_{false};
     std::atomic<std::uint32_t> epoch_{0};
+    std::mutex pausedMutex_;                 // pausedThreads_
+    std::vector<TId> pausedThreads_;         // paused on their own (few)
+    std::atomic<unsigned> pausedThreadCount_{0};
+    std::mutex snapshotMutex_;               // one sample point at a time
     std::atomic<std::int64_t> spansLeft_{0};
     std::uint32_t markerFrame_ = kNone;
 };
 
 void Profiler::Finish() {
     Quiesce();
+    std::vector<TreeCopy> trees;
+    trees_.ForEachOrdered([&](ThreadTree &t) { trees.push_back(Take(t, true)); });
+    Emit(trees, "");
+}
+
+void Profiler::Snapshot(const std::string &label) {
+    std::lock_guard one(snapshotMutex_);
+    std::vector<TreeCopy> trees;
+    trees_.ForEachOrdered([&](ThreadTree &t) {
+        BusyScope hold(t);
+        trees.push_back(Take(t, false));
+    });
+    Emit(trees, label);
+}
+
+void Profiler::Emit(std::vector<TreeCopy> &trees, const std::string &label) {
     std::lock_guard lock(mutex_);
+    markerFrame_ = kNone;
     report::Profile p;
     p.tool = "cgprof";
     p.mode = o_.time ? "time" : "counts";
@@ -445,9 +543,9 @@ void Profiler::Finish() {
 
     std::uint64_t depthOverflows = 0, unmatched = 0, unclosed = 0, exceptionExits = 0, stillOpen = 0;
     std::uint64_t contexts = 0, beyondCalls = 0, notTraced = 0;
-    trees_.ForEachOrdered([&](ThreadTree &t) {
-        // Calls still running (threads the runtime did not end): closed at the
-        // thread's last event, so what they did is kept.
+    for (TreeCopy &t : trees) {
+        // Calls still running (threads the runtime did not end, or at a sample point):
+        // closed at the thread's last event, so what they did is kept.
         stillOpen += t.stack.size();
         while (!t.stack.empty()) Close(t, t.lastWall, t.lastCpu);
         depthOverflows += t.depthOverflows;
@@ -491,7 +589,7 @@ void Profiler::Finish() {
         notTraced += t.callsNotTraced;
         if (tree.nodes.size() > 1) p.threads.push_back(std::move(tree));
         for (const SpanRecord &s : t.spans) p.spans.push_back({t.threadId, frame(s.method), s.start, s.duration, "call"});
-    });
+    }
     report::NameOverloads(p.frames);
     p.NameThreads();
     p.Merge();
@@ -505,6 +603,15 @@ void Profiler::Finish() {
                   {"trace_slices", p.spans.size()},
                   {report::kTraceCallsNotKept, notTraced}};
 
+    if (!label.empty()) {
+        // A sample point: its own files, named after it; the run goes on.
+        martini::clients::OutputOptions out = o_.out;
+        out.name = o_.out.name + "-" + label;
+        std::fprintf(stderr, "cgprof: sample point '%s'\n", label.c_str());
+        martini::clients::WriteOutputs(p, out, outputDir_.Resolve(out));
+        std::fflush(stderr);
+        return;
+    }
     if (o_.out.top > 0) {
         std::ostringstream table;
         report::WriteTopTable(p, table, o_.out.top);
@@ -555,6 +662,8 @@ struct Instance {
     martini::clients::ForwardNoData<IVmShutdownEventObserver, Profiler, &Profiler::Finish> shutdown{profiler};
     martini::clients::ForwardNoData<IEcStartEventObserver, Profiler, &Profiler::Resume> start{profiler};
     martini::clients::ForwardNoData<IEcStopEventObserver, Profiler, &Profiler::Pause> stop{profiler};
+    martini::clients::Forward<IEcCustomCommandEventObserver, Profiler, SEcCustomCommandEventData, &Profiler::Command>
+        command{profiler, DR_COMMAND};
     martini::clients::OutputDirObserver outputDir{profiler.outputDirectory()};
     martini::filters::RuleSet rules;  // asked once per method when instrumented, never per call
     Instance(IMpi &mpi, TId id, Options o) : profiler(mpi, id, std::move(o)) {}
@@ -583,6 +692,7 @@ extern "C" API_EXPORT TResult MPICL_Instantiate(IMpi *mpi, TId clientId, const c
     mpi->RegisterEvent(clientId, instance->threadStart);
     mpi->RegisterEvent(clientId, instance->start);
     mpi->RegisterEvent(clientId, instance->stop);
+    mpi->RegisterEvent(clientId, instance->command);
     mpi->RegisterEvent(clientId, instance->outputDir);
     if (!opts.filter.empty() || !opts.includes.empty() || !opts.excludes.empty()) {
         // include=/exclude= are a rule set too: excludes first, then includes.

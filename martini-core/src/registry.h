@@ -63,6 +63,7 @@ public:
     TResult SetAllocationSamplingInterval(TId clientId, unsigned int bytes) noexcept override;
 
     // ---- Core's side
+    Provider &provider() noexcept { return provider_; }
     Core::LoadResult Load(const ClientSpec &spec);
     Core::LoadResult Instantiate(std::string name, void *dlHandle, MPICL_Instantiate_t fn,
                                  const std::string &options);

@@ -49,6 +49,10 @@ public:
     // hash lookup); 0 when unknown or not tracked.
     static TId IdOfThreadObject(jthread thread);
 
+    // Detach, once the probes are off: every shadow stack emptied (the frames they
+    // hold will not be left through a probe any more).
+    static void ForgetStacks();
+
     static TResult Describe(TId id, BitSet requested, unsigned maxFrames, core::ThreadFacts &f);
     static TResult List(std::vector<TId> &out);
     static TResult CurrentThread(TId &id);
