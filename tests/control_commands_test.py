@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Every `martini control` command end to end on a JVM under `martini run`, with cgprof
-and a client written to the MPI document (tests/control/ec_client.cpp, which logs
+"""Every `martini control` command end to end on a JVM under `martini run`, with cgprof,
+heapprof, threadprof and a client written to the MPI document (tests/control/ec_client.cpp, which logs
 every external-control event it gets): per-thread pause and resume (by name), a named
 sample point, global pause and resume, a new output directory, a custom command and
 terminate. tests/control/Workers.java runs phases with known call counts on two
@@ -30,6 +30,8 @@ out = os.path.join(work, "out")
 out2 = os.path.join(work, "out2")
 
 proc = subprocess.Popen([martini, "run", "--client", "cgprof=include=Workers.?,counts,top=0,formats=json",
+                         "--client", "heapprof=exact,include=Workers$Box,top=0,formats=json",
+                         "--client", "threadprof=top=0,formats=json",
                          "--client", f"{ec_client}={log}", "--output", out, "--", "java", "-cp", classes,
                          "Workers", work], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 printed = []
@@ -116,6 +118,29 @@ if os.path.exists(final):
           c.get("worker-a") == {"Workers.a": 100, "Workers.b": 200, "Workers.d": 50} and
           c.get("worker-b") == {"Workers.a": 100, "Workers.d": 50}, c)
 check("no profile written at exit over the old directory", not os.path.exists(os.path.join(out, "cgprof.json")))
+
+
+def boxes(path):
+    """Box allocations per thread in a heapprof profile."""
+    p = json.load(open(path))
+    frames = [f["name"] for f in p["frames"]]
+    per_thread = {}
+    for t in p["threads"]:
+        n = sum(node[2] for node in t["nodes"][1:] if frames[node[1]] == "new Workers$Box")
+        if n:
+            per_thread[t["name"]] = n
+    return per_thread
+
+
+heap_snap = os.path.join(out, "heapprof-after-b.json")
+check("heapprof's sample point", os.path.exists(heap_snap) and boxes(heap_snap) == {"worker-a": 300, "worker-b": 100},
+      boxes(heap_snap) if os.path.exists(heap_snap) else os.listdir(out))
+heap_final = os.path.join(out2, "heapprof.json")
+check("heapprof's end: paused phase not counted, the new directory",
+      os.path.exists(heap_final) and boxes(heap_final) == {"worker-a": 350, "worker-b": 150},
+      boxes(heap_final) if os.path.exists(heap_final) else "missing")
+check("threadprof's sample point and end", os.path.exists(os.path.join(out, "threadprof-after-b.json")) and
+      os.path.exists(os.path.join(out2, "threadprof.json")), os.listdir(out))
 
 events = [line.rstrip("\n") for line in open(log)]
 tid = next((e.split()[2].strip("[]") for e in events if e.startswith("EcCustomCommand 2 ")), "?")

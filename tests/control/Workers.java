@@ -1,18 +1,23 @@
 // Two named threads, worker-a and worker-b, run five phases with known call counts;
 // each phase starts when the test creates the file go<N> (N = 1..5), and each thread
 // prints "<name> <N>" when it finished phase N. Per phase and thread: p1 a() 100 times,
-// p2 b() 200, p3 c() 300, p4 d() 50, p5 e() 10.
+// p2 b() 200, p3 c() 300, p4 d() 50, p5 e() 10; each call allocates one Box.
 //   java Workers DIR
 import java.nio.file.Files;
 import java.nio.file.Path;
 
 public class Workers {
+    static final class Box {
+        final long v;
+        Box(long v) { this.v = v; }
+    }
+    static volatile Object last;
     static volatile long sink;
-    static void a() { sink++; }
-    static void b() { sink += 2; }
-    static void c() { sink += 3; }
-    static void d() { sink += 4; }
-    static void e() { sink += 5; }
+    static void a() { last = new Box(sink++); }
+    static void b() { last = new Box(sink += 2); }
+    static void c() { last = new Box(sink += 3); }
+    static void d() { last = new Box(sink += 4); }
+    static void e() { last = new Box(sink += 5); }
 
     static void waitFor(Path p) {
         try {
