@@ -103,6 +103,33 @@ TEST(InterpAbi, CallsThreadsAndClassesReachTheClients) {
                                 "enter 2 1", "stack 1 2,1", "leave 2 1", "leave 1 1", "shutdown"}));
 }
 
+TEST(InterpAbi, ControlCommandsReachTheClientsAsExternalControlEvents) {
+    InterpRun r;
+    ASSERT_EQ(r.status, MARTINI_OK) << martini_last_error();
+    ASSERT_EQ(r.Method(1, "insert"), MARTINI_OK);
+    for (const char *command : {"pause", "resume", "sample phase-1", "pause-thread main", "resume-thread 1",
+                                "custom 300 hello world", "output /tmp/interp-out2"}) {
+        EXPECT_EQ(martini_control(r.interp, command), MARTINI_OK) << command << ": " << martini_last_error();
+    }
+    EXPECT_EQ(martini_control(r.interp, "fly"), MARTINI_E_ARGUMENT);
+    EXPECT_NE(std::string(martini_last_error()).find("martini_control: unknown command 'fly'"), std::string::npos)
+        << martini_last_error();
+    EXPECT_EQ(martini_control(r.interp, "pause-thread nosuch"), MARTINI_E_ARGUMENT);
+    EXPECT_NE(std::string(martini_last_error()).find("no live thread has the id or name 'nosuch' (threads: main (1))"),
+              std::string::npos)
+        << martini_last_error();
+    EXPECT_EQ(martini_control(r.interp, "custom 7 x"), MARTINI_E_ARGUMENT);
+    EXPECT_EQ(martini_control(r.interp, "sample a/b"), MARTINI_E_ARGUMENT);
+    EXPECT_EQ(martini_control(r.interp, nullptr), MARTINI_E_NULL);
+    // Terminate: the clients are done; the interpreter's calls go on and reach no one.
+    ASSERT_EQ(martini_control(r.interp, "terminate"), MARTINI_OK) << martini_last_error();
+    EXPECT_EQ(martini_enter(r.interp, 1, 100), MARTINI_OK) << martini_last_error();
+    EXPECT_EQ(martini_exit(r.interp, MARTINI_STACK_BASE), MARTINI_OK);
+    EXPECT_EQ(r.Only({"ec", "custom", "outdir", "detach", "shutdown", "enter"}),
+              (Lines{"outdir /tmp/interp-out", "ecstop", "ecstart", "custom 1 phase-1", "custom 2 1", "custom 3 1",
+                     "custom 300 hello world", "outdir /tmp/interp-out2", "detach", "shutdown"}));
+}
+
 TEST(InterpAbi, ExitUnwindsEveryFrameAboveTheFrameReturnedTo) {
     InterpRun r;
     ASSERT_EQ(r.status, MARTINI_OK) << martini_last_error();
