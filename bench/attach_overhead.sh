@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Whether a JVM pays anything once Martini has attached to it and detached: the same
+# workload (bench/java/GatedJavac.java: javac compiling 146 JDK sources in one JVM) runs
+# until a gate opens, then is timed for ROUNDS compilations. In "plain" nothing attaches
+# before the gate; in "detached" `martini attach` profiles the running javac with cgprof
+# on every javac class (com.sun.tools.javac.*: its classes are retransformed with probes)
+# for ATTACH seconds and detaches (they get their original bytes back) before the gate.
+# The two alternate in one run, so every ratio compares runs made side by side.
+#
+#   bash bench/attach_overhead.sh [BUILD_DIR] [REPETITIONS]    (defaults: build, 5)
+#   ROUNDS=3 ATTACH=3 ...                                       (defaults)
+# Prints each configuration's median timed phase and the ratio detached / plain.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+reps=${2:-5}
+rounds=${ROUNDS:-3}
+attach=${ATTACH:-3}
+martini=$build/tools/martini
+[ -x "$martini" ] && [ -f "$build/providers/jvmti/libmartini-jvmti.so" ] || { echo "build first: ninja -C $build"; exit 1; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+src=/usr/lib/jvm/java-17-openjdk-amd64/lib/src.zip
+if [ ! -e "$(readlink -f "$src")" ]; then
+  echo "installing openjdk-17-source for the javac workload"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-source >/dev/null
+fi
+(cd "$work" && unzip -q "$src" 'java.base/java/util/concurrent/*' 'java.base/java/util/function/*' 'java.base/java/util/regex/*')
+find "$work/java.base" -name '*.java' | sort >"$work/sources.txt"
+javac --add-exports jdk.compiler/com.sun.tools.javac=ALL-UNNAMED -d "$work/driver" bench/java/GatedJavac.java
+
+# One run: prints the timed phase in ms.
+one() {
+  local config=$1 gate="$work/gate-$RANDOM"
+  rm -f "$gate"
+  coproc JVM { java --add-exports jdk.compiler/com.sun.tools.javac=ALL-UNNAMED -cp "$work/driver" GatedJavac \
+    "$gate" "$rounds" -nowarn -XDignore.symbol.file --patch-module java.base="$work/java.base" -d "$work/out" \
+    @"$work/sources.txt" 2>/dev/null; }
+  local line pid
+  read -r line <&"${JVM[0]}"
+  pid=${line#ready }
+  if [ "$config" = detached ]; then
+    "$martini" attach "$pid" --client 'cgprof=include=com.sun.tools.javac.*,top=0,formats=json' \
+      --duration "${attach}s" --output "$work/profile" 2>"$work/attach.log" || { cat "$work/attach.log"; exit 1; }
+  else
+    sleep "$attach"
+  fi
+  touch "$gate"
+  read -r line <&"${JVM[0]}"
+  wait "$JVM_PID" 2>/dev/null || true
+  echo "${line#elapsed }"
+}
+
+declare -A times
+for ((r = 1; r <= reps; r++)); do
+  for config in plain detached; do
+    t=$(one "$config")
+    times[$config]+="$t "
+    echo "rep $r $config: $t ms" >&2
+  done
+done
+median() { tr ' ' '\n' | grep -v '^$' | sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+p=$(echo "${times[plain]}" | median)
+d=$(echo "${times[detached]}" | median)
+printf '%-10s %10s %8s\n' config "median ms" ratio
+printf '%-10s %10s %8s\n' plain "$p" 1.00
+printf '%-10s %10s %8.3f\n' detached "$d" "$(echo "$d / $p" | bc -l)"
