@@ -68,7 +68,7 @@ try:
         outs.append(out)
     # Another attach while one is on: refused by the agent, the first goes on.
     first = subprocess.Popen([martini, "attach", pid, "--client", "cgprof=include=Attached.*,formats=json,top=0",
-                              "--duration", "3s", "--output", os.path.join(work, "out3")],
+                              "--duration", "2s", "--output", os.path.join(work, "out3")],
                              stderr=subprocess.PIPE, text=True)
     time.sleep(1.5)
     r = run([martini, "attach", pid, "--duration", "1s", "--output", os.path.join(work, "out4")], expect=1,
