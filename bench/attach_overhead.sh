@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
 # Whether a JVM pays anything once Martini has attached to it and detached: the same
 # workload (bench/java/GatedJavac.java: javac compiling 146 JDK sources in one JVM) runs
-# until a gate opens, then is timed for ROUNDS compilations. In "plain" nothing attaches
-# before the gate; in "detached" `martini attach` profiles the running javac with cgprof
-# on every javac class (com.sun.tools.javac.*: its classes are retransformed with probes)
-# for ATTACH seconds and detaches (they get their original bytes back) before the gate.
-# The two alternate in one run, so every ratio compares runs made side by side.
+# WARMUP compilations, waits for a gate, then is timed for ROUNDS compilations. In
+# "plain" nothing attaches; in "detached" `martini attach` profiles the warm-up with
+# cgprof on every javac class (com.sun.tools.javac.*: they are retransformed with
+# probes) for ATTACH seconds and detaches (they get their original bytes back) before
+# the gate opens. The two alternate in one run, so every ratio compares runs made side
+# by side.
 #
 #   bash bench/attach_overhead.sh [BUILD_DIR] [REPETITIONS]    (defaults: build, 5)
-#   ROUNDS=3 ATTACH=3 ...                                       (defaults)
+#   WARMUP=2 ROUNDS=2 ATTACH=3 ...                              (defaults)
 # Prints each configuration's median timed phase and the ratio detached / plain.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 reps=${2:-5}
-rounds=${ROUNDS:-3}
+warmup=${WARMUP:-2}
+rounds=${ROUNDS:-2}
 attach=${ATTACH:-3}
 martini=$build/tools/martini
 [ -x "$martini" ] && [ -f "$build/providers/jvmti/libmartini-jvmti.so" ] || { echo "build first: ninja -C $build"; exit 1; }
@@ -35,16 +37,19 @@ one() {
   local config=$1 gate="$work/gate-$RANDOM"
   rm -f "$gate"
   coproc JVM { java --add-exports jdk.compiler/com.sun.tools.javac=ALL-UNNAMED -cp "$work/driver" GatedJavac \
-    "$gate" "$rounds" -nowarn -XDignore.symbol.file --patch-module java.base="$work/java.base" -d "$work/out" \
-    @"$work/sources.txt" 2>/dev/null; }
-  local line pid
+    "$gate" "$warmup" "$rounds" -nowarn -XDignore.symbol.file --patch-module java.base="$work/java.base" \
+    -d "$work/out" @"$work/sources.txt" 2>/dev/null; }
+  local line pid attacher=
   read -r line <&"${JVM[0]}"
   pid=${line#ready }
   if [ "$config" = detached ]; then
     "$martini" attach "$pid" --client 'cgprof=include=com.sun.tools.javac.*,top=0,formats=json' \
-      --duration "${attach}s" --output "$work/profile" 2>"$work/attach.log" || { cat "$work/attach.log"; exit 1; }
-  else
-    sleep "$attach"
+      --duration "${attach}s" --output "$work/profile" 2>"$work/attach.log" >/dev/null &
+    attacher=$!
+  fi
+  read -r line <&"${JVM[0]}"  # warm
+  if [ -n "$attacher" ]; then
+    wait "$attacher" || { cat "$work/attach.log" >&2; exit 1; }
   fi
   touch "$gate"
   read -r line <&"${JVM[0]}"

@@ -896,6 +896,15 @@ int Attach(int argc, char **argv) {
     for (const auto &[path, size] : outputs) {
         std::fprintf(stderr, "  %-40s %10ju bytes\n", path.substr(outDir.size() + 1).c_str(), size);
     }
+    // The clients printed their tables in the JVM's terminal, not here: the top methods
+    // of each JSON profile written, as `martini report` prints them.
+    for (const auto &[path, size] : outputs) {
+        if (path.size() < 5 || path.compare(path.size() - 5, 5, ".json") != 0) continue;
+        report::Profile p;
+        if (!report::ReadJsonFile(path, p).empty()) continue;
+        std::printf("%s:\n", path.substr(outDir.size() + 1).c_str());
+        report::WriteTopTable(p, std::cout, 10);
+    }
     return code;
 }
 

@@ -1,25 +1,29 @@
 // bench/attach_overhead.sh's workload: javac compiling the given sources in this JVM,
-// over and over until the file GATE exists (the phase a profiler attaches to and
-// detaches from), then ROUNDS more times, timed: prints "elapsed MS".
-//   java GatedJavac GATE ROUNDS JAVAC-ARGS...
+// WARMUP times (the phase a profiler attaches to and detaches from), then, once the file
+// GATE exists, ROUNDS more times, timed: prints "ready PID", "warm", "elapsed MS".
+//   java GatedJavac GATE WARMUP ROUNDS JAVAC-ARGS...
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
 
 public class GatedJavac {
+    static void compile(String[] javacArgs) {
+        if (com.sun.tools.javac.Main.compile(javacArgs) != 0) throw new IllegalStateException("javac failed");
+    }
+
     public static void main(String[] args) throws Exception {
         Path gate = Path.of(args[0]);
-        int rounds = Integer.parseInt(args[1]);
-        String[] javacArgs = Arrays.copyOfRange(args, 2, args.length);
+        int warmup = Integer.parseInt(args[1]);
+        int rounds = Integer.parseInt(args[2]);
+        String[] javacArgs = Arrays.copyOfRange(args, 3, args.length);
         System.out.println("ready " + ProcessHandle.current().pid());
         System.out.flush();
-        do {
-            if (com.sun.tools.javac.Main.compile(javacArgs) != 0) throw new IllegalStateException("javac failed");
-        } while (!Files.exists(gate));
+        for (int i = 0; i < warmup; ++i) compile(javacArgs);
+        System.out.println("warm");
+        System.out.flush();
+        while (!Files.exists(gate)) Thread.sleep(10);
         long start = System.nanoTime();
-        for (int i = 0; i < rounds; ++i) {
-            if (com.sun.tools.javac.Main.compile(javacArgs) != 0) throw new IllegalStateException("javac failed");
-        }
+        for (int i = 0; i < rounds; ++i) compile(javacArgs);
         System.out.println("elapsed " + (System.nanoTime() - start) / 1000000);
     }
 }
