@@ -12,6 +12,7 @@ usage: attach_java_test.py MARTINI_BUILD_DIR SOURCE_ROOT JAVAC
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -56,8 +57,16 @@ try:
     outs = []
     for i in (1, 2):
         out = os.path.join(work, f"out{i}")
-        r = run([martini, "attach", pid, "--client", "cgprof=include=Attached.*,formats=json,top=0",
-                 "--duration", "700ms", "--output", out], timeout=120)
+        command = [martini, "attach", pid, "--client", "cgprof=include=Attached.*,formats=json,top=0", "--output", out]
+        if i == 1:
+            r = run(command + ["--duration", "700ms"], timeout=120)
+        else:
+            # No duration: until Ctrl-C, which detaches.
+            attacher = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            time.sleep(1.5)
+            attacher.send_signal(signal.SIGINT)
+            stdout, stderr = attacher.communicate(timeout=60)
+            r = subprocess.CompletedProcess(command, attacher.returncode, stdout, stderr)
         check(f"attach {i}: exit status 0", r.returncode == 0, r.stderr)
         check(f"attach {i}: detached and listed the output",
               f"detached from process {pid}" in r.stderr and "cgprof.json" in r.stderr, r.stderr)
@@ -69,7 +78,7 @@ try:
     # Another attach while one is on: refused by the agent, the first goes on.
     first = subprocess.Popen([martini, "attach", pid, "--client", "cgprof=include=Attached.*,formats=json,top=0",
                               "--duration", "2s", "--output", os.path.join(work, "out3")],
-                             stderr=subprocess.PIPE, text=True)
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     time.sleep(1.5)
     r = run([martini, "attach", pid, "--duration", "1s", "--output", os.path.join(work, "out4")], expect=1,
             timeout=60)
