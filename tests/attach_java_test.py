@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """`martini attach` on a running JVM started without Martini: profile, detach, attach
-again, detach. The program's output and exit status are those of a run without
+again until Ctrl-C, detach. The program's output and exit status are those of a run without
 Martini; the bytecodes of its class are byte for byte the original ones after each
 detach (digests of JVMTI GetBytecodes, written by the agent's test hook
 MARTINI_BYTECODE_DIGESTS) and differ while attached; the methods already running at
