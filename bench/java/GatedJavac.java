@@ -1,6 +1,7 @@
 // bench/attach_overhead.sh's workload: javac compiling the given sources in this JVM,
 // WARMUP times (the phase a profiler attaches to and detaches from), then, once the file
-// GATE exists, ROUNDS more times, timed: prints "ready PID", "warm", "elapsed MS".
+// GATE exists, ROUNDS more times, each timed: prints "ready PID", "warm", then
+// "elapsed MS MS ..." (one time per round).
 //   java GatedJavac GATE WARMUP ROUNDS JAVAC-ARGS...
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -22,8 +23,12 @@ public class GatedJavac {
         System.out.println("warm");
         System.out.flush();
         while (!Files.exists(gate)) Thread.sleep(10);
-        long start = System.nanoTime();
-        for (int i = 0; i < rounds; ++i) compile(javacArgs);
-        System.out.println("elapsed " + (System.nanoTime() - start) / 1000000);
+        StringBuilder times = new StringBuilder("elapsed");
+        for (int i = 0; i < rounds; ++i) {
+            long start = System.nanoTime();
+            compile(javacArgs);
+            times.append(' ').append((System.nanoTime() - start) / 1000000);
+        }
+        System.out.println(times);
     }
 }
