@@ -64,6 +64,11 @@ try:
             # No duration: until Ctrl-C, which detaches.
             attacher = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             time.sleep(1.5)
+            # Sample points while main calls work() as fast as it can: copies of a tree
+            # that changes under them.
+            for k in range(3):
+                sample = run([martini, "control", pid, "sample", f"busy{k}"], timeout=60)
+                check(f"sample point {k} while attached", sample.returncode == 0, sample.stderr)
             attacher.send_signal(signal.SIGINT)
             stdout, stderr = attacher.communicate(timeout=60)
             r = subprocess.CompletedProcess(command, attacher.returncode, stdout, stderr)
@@ -93,6 +98,11 @@ check("exit status unchanged by attaching", rc == plain_rc, str(rc))
 for i, out in enumerate(outs, 1):
     calls = self_by_frame(json.load(open(os.path.join(out, "cgprof.json"))), "calls")
     check(f"attach {i}: Attached.work's calls counted", calls.get("Attached.work", 0) > 100, calls)
+snapshots = [self_by_frame(json.load(open(os.path.join(outs[1], f"cgprof-busy{k}.json"))), "calls").get(
+    "Attached.work", 0) for k in range(3)]
+final = self_by_frame(json.load(open(os.path.join(outs[1], "cgprof.json"))), "calls").get("Attached.work", 0)
+check("sample points grow, and the end has them all", 0 < snapshots[0] <= snapshots[1] <= snapshots[2] <= final,
+      (snapshots, final))
 
 # Digests: each attach writes "before" (as the JVM ran it), "probed", "restored".
 phases = {}
