@@ -211,6 +211,9 @@ bool HandleLine(ControlChannel::State &s, const std::string &line) {
     fields.erase(fields.begin());
     const ControlReply r = RunControlCommand(*s.core, s.target, fields);
     if (!r.ok) LogLine("control: " + r.message);
+    // Ended: the FIFO goes before the answer, so that once the sender has it, nothing
+    // can be written here any more.
+    if (r.ended) ::unlink(s.path.c_str());
     Reply(reply, r.Text());
     return r.ended;
 }
@@ -239,7 +242,6 @@ void ReadCommands(std::shared_ptr<ControlChannel::State> s) {
         }
         if (buffer.size() > 8192) buffer.clear();  // commands are words, not documents
     }
-    if (ended) ::unlink(s->path.c_str());
     if (s->target != nullptr) s->target->ReaderEnding();
 }
 
