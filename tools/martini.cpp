@@ -4,7 +4,8 @@
 //   martini report PROFILE.json [--top N] [--thread ID|NAME] [--metric NAME]
 //   martini convert PROFILE.json --to collapsed|chrome|pprof|html|json [-o FILE]
 //   martini replay --client NAME[=OPTIONS] [--output DIR] TRACE.jsonl
-//   martini control PID start|stop
+//   martini attach PID [--client NAME[=OPTIONS]]... [--duration TIME] [--output DIR]
+//   martini control PID COMMAND [ARGS...]
 //   martini --version
 //
 // Exit status: the program's own for `run` (128+N when killed by signal N), else 1
@@ -17,6 +18,7 @@
 #include "martini/core/status.h"
 #include "martini/report/profile.h"
 #include "cli.h"
+#include "attach.h"
 #include "crash_report.h"
 #include "run_status.h"
 #include "tools.h"
@@ -62,7 +64,8 @@ const char kUsage[] =
     "  report    print the top-N table of a JSON profile\n"
     "  convert   convert a JSON profile to collapsed stacks, Chrome trace, pprof or HTML\n"
     "  replay    run clients over a recorded event trace, without a runtime\n"
-    "  control   pause or resume the profilers of a running JVM (start, stop)\n"
+    "  attach    profile a running JVM for a while, then leave it as it was\n"
+    "  control   pause, resume, sample, detach... the profilers in a running process\n"
     "\n"
     "`martini COMMAND --help` describes each.\n";
 
@@ -97,13 +100,38 @@ const char kConvertDescription[] =
     "Without -o the output goes next to the profile: NAME.collapsed, NAME.trace.json,\n"
     "NAME.pb.gz, NAME.html.";
 
-const char kControlUsage[] = "usage: martini control PID start|stop";
+const char kControlUsage[] =
+    "usage: martini control PID pause|resume [--thread ID|NAME]\n"
+    "       martini control PID sample NAME\n"
+    "       martini control PID terminate|detach\n"
+    "       martini control PID output DIR\n"
+    "       martini control PID custom ID [DATA]\n"
+    "       martini control PID start|stop";
 const char kControlDescription[] =
-    "Sends a command to the Martini agent in the JVM with process id PID: its clients get\n"
-    "EcStop (stop: cgprof pauses; time while paused is not charged) or EcStart (start:\n"
-    "they resume; with cgprof=paused the profile starts here). Waits until the agent has\n"
-    "carried the command out. The agent listens on /tmp/martini-PID.ctl while some\n"
-    "client observes these events.";
+    "Sends a command to Martini in the running process PID (a JVM under `martini run`\n"
+    "or `martini attach`, or an interpreter using the C ABI) and waits until it was\n"
+    "carried out. The clients get MPI's external-control events:\n"
+    "  pause, resume          EcStop, EcStart (also called stop, start)\n"
+    "  pause --thread T       EcCustomCommand 2 (resume: 3), the thread's id as data\n"
+    "  sample NAME            EcCustomCommand 1: each client writes what it has so far,\n"
+    "                         labelled NAME, and goes on\n"
+    "  terminate, detach      EcDetach, then VmShutdown: the clients write their outputs;\n"
+    "                         the program runs on without Martini (a JVM gets its\n"
+    "                         original classes back, and can be attached to again)\n"
+    "  output DIR             EcSetOutputDirectory\n"
+    "  custom ID [DATA]       EcCustomCommand ID (from 256) with DATA\n"
+    "Details: docs/control.md.";
+
+const char kAttachUsage[] =
+    "usage: martini attach PID [--client NAME[=OPTIONS]]... [--duration TIME] [--output DIR]";
+const char kAttachDescription[] =
+    "Loads Martini into the running JVM PID (HotSpot's dynamic attach; no JDK tool is\n"
+    "needed), profiles it with the clients for TIME (30s, 500ms, 2m; default: until\n"
+    "Ctrl-C), then detaches: the clients write their outputs, the JVM's classes get\n"
+    "their original bytes back and it runs on at full speed. Ctrl-C or SIGTERM detaches\n"
+    "early. Lists the outputs; exits with 1 when none was written. The JVM must be\n"
+    "yours (or run as root), see the agent, the clients and DIR at the same paths, and\n"
+    "not be started with -XX:+DisableAttachMechanism.";
 
 // `message` starts with the command ("run: ..."): printed as "martini run: ...", the
 // way CLI11's errors are (tools/cli.h).
@@ -627,64 +655,221 @@ int Convert(int argc, char **argv) {
     return 0;
 }
 
+// A process id given on the command line; 0 when it is not one.
+long ParsePid(const std::string &text) {
+    char *end = nullptr;
+    const long pid = std::strtol(text.c_str(), &end, 10);
+    return !text.empty() && *end == '\0' && pid > 0 ? pid : 0;
+}
+
+// Prints a control reply's notes; returns its last line ("ok ..." or "error: ...").
+std::string PrintNotes(long pid, const std::string &reply) {
+    std::istringstream lines(reply);
+    std::string line, last;
+    while (std::getline(lines, line)) {
+        if (line.rfind("note: ", 0) == 0) std::fprintf(stderr, "martini: process %ld: %s\n", pid, line.substr(6).c_str());
+        else if (!line.empty()) last = line;
+    }
+    return last;
+}
+
 int Control(int argc, char **argv) {
+    std::string pidText, command, thread;
     std::vector<std::string> args;
-    std::string pidText, command;
     CLI::App app(kControlDescription, "martini control");
     Configure(app, kControlUsage);
-    app.add_option("pid", pidText, "the JVM's process id")->type_name("PID")->required();
-    app.add_option("command", command, "start or stop")->type_name("start|stop")->required();
+    app.add_option("pid", pidText, "the process id")->type_name("PID")->required();
+    app.add_option("command", command, "the command")->type_name("COMMAND")->required();
+    app.add_option("args", args, "the command's arguments")->type_name("ARGS");
+    app.add_option("--thread", thread, "pause or resume this thread only (its id or name)")->type_name("ID|NAME");
     if (const int code = Parse(app, argc - 1, argv + 1); code >= 0) return code;
-    args = {pidText, command};
-    char *end = nullptr;
-    const long pid = std::strtol(args[0].c_str(), &end, 10);
-    if (args[0].empty() || *end != '\0' || pid <= 0) return Fail("control: '" + args[0] + "' is not a process id");
-    if (command != "start" && command != "stop") return Fail("control: unknown command '" + command + "' (start, stop)");
-    // The agent's FIFO (providers/jvmti/src/control.cpp).
-    const std::string path = "/tmp/martini-" + std::to_string(pid) + ".ctl";
-    int fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK);
-    if (fd < 0) {
-        if (errno == ENOENT || errno == ENXIO) {
-            return Fail("control: no Martini agent is listening in process " + std::to_string(pid) +
-                        " (not running, not under Martini, or no client that pauses)");
+    const long pid = ParsePid(pidText);
+    if (pid == 0) return Fail("control: '" + pidText + "' is not a process id");
+    auto usage = [&](const std::string &what) { return Fail("control: " + what + "\n" + kControlUsage); };
+    std::vector<std::string> words{command};
+    const bool pauseResume = command == "pause" || command == "resume";
+    if (!thread.empty() && !pauseResume) return usage("--thread goes with pause and resume");
+    if (pauseResume || command == "start" || command == "stop" || command == "terminate" || command == "detach") {
+        if (!args.empty()) return usage("'" + command + "' takes no argument");
+        if (!thread.empty()) words = {command + "-thread", thread};
+    } else if (command == "sample") {
+        if (args.size() != 1) return usage("'sample' takes one name");
+        words.push_back(args[0]);
+    } else if (command == "output") {
+        if (args.size() != 1) return usage("'output' takes one directory");
+        if (std::string e = PrepareOutputDirectory(args[0]); !e.empty()) return Fail("control: " + e);
+        words.push_back(fs::weakly_canonical(fs::absolute(args[0])).string());
+    } else if (command == "custom") {
+        if (args.empty() || args.size() > 2) return usage("'custom' takes an id and optional data");
+        words.insert(words.end(), args.begin(), args.end());
+    } else {
+        return usage("unknown command '" + command + "'");
+    }
+    if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
+        return Fail("control: no process " + std::to_string(pid) + " is running");
+    }
+    std::string reply;
+    if (std::string e = martini::tools::SendControl(pid, words, reply); !e.empty()) return Fail("control: " + e);
+    const std::string last = PrintNotes(pid, reply);
+    if (last.rfind("ok ", 0) != 0) {
+        return Fail("control: process " + std::to_string(pid) + ": " + (last.size() > 7 ? last.substr(7) : last));
+    }
+    std::fprintf(stderr, "martini: process %ld: %s\n", pid, last.substr(3).c_str());
+    return 0;
+}
+
+// "30s", "500ms", "2m", "1h", or seconds; -1 when not a time.
+long long ParseDurationMs(const std::string &text) {
+    std::size_t used = 0;
+    double value = 0;
+    try {
+        value = std::stod(text, &used);
+    } catch (...) {
+        return -1;
+    }
+    const std::string unit = text.substr(used);
+    double scale = 0;
+    if (unit.empty() || unit == "s") scale = 1000;
+    else if (unit == "ms") scale = 1;
+    else if (unit == "m" || unit == "min") scale = 60000;
+    else if (unit == "h") scale = 3600000;
+    if (scale == 0 || !(value > 0) || value * scale > 1e12) return -1;
+    return static_cast<long long>(value * scale);
+}
+
+volatile sig_atomic_t gStopAttach = 0;
+void StopAttach(int sig) { gStopAttach = sig; }
+
+int Attach(int argc, char **argv) {
+    std::string pidText, duration, output = "martini-out";
+    std::vector<std::string> clientOptions;
+    CLI::App app(kAttachDescription, "martini attach");
+    Configure(app, kAttachUsage);
+    app.add_option("pid", pidText, "the JVM's process id")->type_name("PID")->required();
+    app.add_option("--client", clientOptions, "a client, as for `martini run` (repeatable; default: cgprof)")
+        ->type_name("SPEC")
+        ->allow_extra_args(false);
+    app.add_option("--duration", duration, "how long to profile (30s, 500ms, 2m; default: until Ctrl-C)")
+        ->type_name("TIME");
+    app.add_option("--output", output, "where clients write their files (default: ./martini-out)")->type_name("DIR");
+    if (const int code = Parse(app, argc - 1, argv + 1); code >= 0) return code;
+    const long pid = ParsePid(pidText);
+    if (pid == 0) return Fail("attach: '" + pidText + "' is not a process id");
+    long long durationMs = 0;
+    if (!duration.empty() && (durationMs = ParseDurationMs(duration)) < 0) {
+        return Fail("attach: --duration '" + duration + "' is not a time (30s, 500ms, 2m)");
+    }
+    std::vector<martini::core::ClientSpec> specs;
+    for (const auto &value : clientOptions) {
+        if (std::string e = martini::core::ParseClientList(value, specs); !e.empty()) return Fail("attach: " + e);
+    }
+    if (specs.empty()) specs.push_back({"cgprof", "", ""});
+    const auto dirs = martini::core::ClientSearchDirs(ExecutableDir());
+    for (auto &spec : specs) {
+        if (std::string e = martini::core::ResolveClientPath(spec, dirs); !e.empty()) return Fail("attach: " + e);
+        spec.path = fs::weakly_canonical(spec.path).string();
+    }
+    std::vector<std::string> looked;
+    const std::string agent = FindAgent(looked);
+    if (agent.empty()) {
+        return Fail("attach: the JVMTI agent libmartini-jvmti.so was not found (looked at " + Join(looked, ", ") + ")");
+    }
+    if (std::string e = martini::tools::CheckAttachable(pid); !e.empty()) return Fail("attach: " + e);
+    if (std::string e = PrepareOutputDirectory(output); !e.empty()) return Fail("attach: " + e);
+    const std::string outDir = fs::weakly_canonical(fs::absolute(output)).string();
+
+    // The agent's configuration, where the JVM sees it (its /tmp).
+    std::string tempDir = martini::tools::InTargetRoot(pid, "/tmp/martini-attach-XXXXXX");
+    if (::mkdtemp(tempDir.data()) == nullptr) return Fail(std::string("attach: cannot make a temporary directory: ") + std::strerror(errno));
+    ::chmod(tempDir.c_str(), 0755);
+    const std::string configPath = tempDir + "/config.json";
+    const std::string configInTarget = "/tmp/" + tempDir.substr(tempDir.rfind('/') + 1) + "/config.json";
+    {
+        const std::string text = martini::core::ClientConfigJson({specs, outDir});
+        std::ofstream out(configPath);
+        out << text;
+        if (!out) {
+            ::rmdir(tempDir.c_str());
+            return Fail("attach: cannot write the agent's configuration " + configPath);
         }
-        return Fail("control: cannot open " + path + ": " + std::strerror(errno));
     }
-    // A reply FIFO of our own, open before the command goes out, so the agent can
-    // answer once it has carried the command out.
-    char dir[] = "/tmp/martini-control-XXXXXX";
-    if (::mkdtemp(dir) == nullptr) {
-        ::close(fd);
-        return Fail(std::string("control: cannot make a reply directory: ") + std::strerror(errno));
-    }
-    const std::string reply = std::string(dir) + "/reply";
-    int replyFd = -1;
-    if (::mkfifo(reply.c_str(), 0600) == 0) replyFd = ::open(reply.c_str(), O_RDONLY | O_NONBLOCK);
+    ::chmod(configPath.c_str(), 0644);
     auto cleanup = [&] {
-        if (replyFd >= 0) ::close(replyFd);
-        ::unlink(reply.c_str());
-        ::rmdir(dir);
+        ::unlink(configPath.c_str());
+        ::rmdir(tempDir.c_str());
     };
-    const std::string line = command + " " + reply + "\n";
-    const bool ok = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
-    ::close(fd);
-    if (!ok) {
-        cleanup();
-        return Fail("control: cannot write to " + path + ": " + std::strerror(errno));
-    }
-    std::string answer;
-    for (int i = 0; i < 500 && replyFd >= 0 && answer.find('\n') == std::string::npos; ++i) {
-        char buf[64];
-        const ssize_t n = ::read(replyFd, buf, sizeof buf);
-        if (n > 0) answer.append(buf, static_cast<std::size_t>(n));
-        else ::usleep(10000);
-    }
+    const auto started = fs::file_time_type::clock::now() - std::chrono::seconds(1);
+    std::fprintf(stderr, "martini: attaching to process %ld with %s\n", pid,
+                 Join([&] {
+                     std::vector<std::string> names;
+                     for (const auto &s : specs) names.push_back(s.name);
+                     return names;
+                 }(), ", ").c_str());
+    const std::string loaded = martini::tools::LoadAgent(pid, agent, "@" + configInTarget);
     cleanup();
-    if (answer.rfind("ok ", 0) == 0) {
-        std::fprintf(stderr, "martini: process %ld: %s\n", pid, command.c_str());
-        return 0;
+    if (!loaded.empty()) return Fail("attach: process " + std::to_string(pid) + ": " + loaded);
+
+    // Profiling: until the duration ends, a signal comes, or the JVM ends.
+    struct sigaction stop{};
+    stop.sa_handler = StopAttach;
+    sigemptyset(&stop.sa_mask);
+    for (int sig : kForwardedSignals) ::sigaction(sig, &stop, nullptr);
+    std::fprintf(stderr, "martini: profiling process %ld %s\n", pid,
+                 durationMs > 0 ? ("for " + duration).c_str() : "until Ctrl-C");
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(durationMs);
+    bool ended = false;
+    while (gStopAttach == 0 && (durationMs == 0 || std::chrono::steady_clock::now() < deadline)) {
+        if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
+            ended = true;
+            break;
+        }
+        ::usleep(20000);
     }
-    return Fail("control: process " + std::to_string(pid) + " did not take the command within 5 s");
+    int code = 0;
+    if (ended) {
+        std::fprintf(stderr, "martini: process %ld ended; its clients wrote their outputs as it ended\n", pid);
+    } else {
+        std::string reply;
+        if (std::string e = martini::tools::SendControl(pid, {"detach"}, reply, 60000); !e.empty()) {
+            Fail("attach: detach: " + e);
+            code = 1;
+        } else {
+            const std::string last = PrintNotes(pid, reply);
+            if (last.rfind("ok ", 0) != 0) {
+                Fail("attach: detach: " + (last.size() > 7 ? last.substr(7) : last));
+                code = 1;
+            } else {
+                std::fprintf(stderr, "martini: detached from process %ld\n", pid);
+            }
+        }
+    }
+    std::vector<std::pair<std::string, std::uintmax_t>> outputs;
+    std::error_code ec;
+    for (const auto &entry : fs::directory_iterator(outDir, ec)) {
+        const std::string name = entry.path().filename().string();
+        const bool temporary = name.size() > 4 && name.compare(name.size() - 4, 4, ".tmp") == 0;
+        if (!temporary && entry.is_regular_file() && entry.last_write_time() >= started) {
+            outputs.emplace_back(entry.path().string(), entry.file_size());
+        }
+    }
+    std::sort(outputs.begin(), outputs.end());
+    if (outputs.empty()) {
+        return Fail("attach: no output files were written to " + outDir);
+    }
+    std::fprintf(stderr, "martini: outputs in %s:\n", outDir.c_str());
+    for (const auto &[path, size] : outputs) {
+        std::fprintf(stderr, "  %-40s %10ju bytes\n", path.substr(outDir.size() + 1).c_str(), size);
+    }
+    // The clients printed their tables in the JVM's terminal, not here: the top methods
+    // of each JSON profile written, as `martini report` prints them.
+    for (const auto &[path, size] : outputs) {
+        if (path.size() < 5 || path.compare(path.size() - 5, 5, ".json") != 0) continue;
+        report::Profile p;
+        if (!report::ReadJsonFile(path, p).empty()) continue;
+        std::printf("%s:\n", path.substr(outDir.size() + 1).c_str());
+        report::WriteTopTable(p, std::cout, 10);
+    }
+    return code;
 }
 
 }  // namespace
@@ -709,6 +894,7 @@ int main(int argc, char **argv) {
     // `martini replay` calls itself so in its help and messages.
     if (command == "replay") return martini::tools::ReplayMain(martini::tools::ProgramName(argv[0]) + " replay", argc - 1, argv + 1);
     if (command == "control") return Control(argc, argv);
+    if (command == "attach") return Attach(argc, argv);
     std::fprintf(stderr, "martini: unknown command '%s'\n%s", command.c_str(), kUsage);
     return 1;
 }

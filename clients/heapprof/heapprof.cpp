@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <memory>
 #include <mutex>
 #include <sstream>
@@ -107,7 +108,6 @@ struct HeapNode {
     Kind kind = Kind::kMethod;
     std::uint32_t parent = 0xffffffffu;
     double allocObjects = 0, allocBytes = 0;
-    double liveObjects = 0, liveBytes = 0;  // filled at the end
 };
 
 struct NodeKey {
@@ -188,7 +188,8 @@ public:
     HeapTree &Tree(TId threadId) { return trees_.Get(threadId); }
 
     void Allocated(const SObjectAllocEventData &d) {
-        if (stopped_.load(std::memory_order_relaxed)) return;
+        if (stopped_.load(std::memory_order_relaxed) || paused_.load(std::memory_order_relaxed)) return;
+        if (pausedThreadCount_.load(std::memory_order_relaxed) != 0 && ThreadPaused(d.threadId)) return;
         const std::uint64_t size = (d.validData & DR_OBJECT_SIZE) ? d.uiObjectSize : 0;
         // A sample of a sampled stream stands for 1 / P(sampled) allocations of its size.
         double weight = 1.0;
@@ -238,7 +239,30 @@ public:
     martini::clients::OutputDirectory &outputDirectory() { return outputDir_; }
     void Finish();
 
+    // External control: EcStop/EcStart pause and resume recording allocations (frees
+    // are still seen, so live objects stay right); EcCustomCommand pauses one thread
+    // (CC_THREAD_PAUSE/RESUME) or writes a sample point (CC_SAMPLE).
+    void Pause() { paused_.store(true); }
+    void Resume() { paused_.store(false); }
+    void Command(const SEcCustomCommandEventData &d) {
+        if (!(d.validData & DR_COMMAND) || d.szCommandData == nullptr) return;
+        if (d.uiCommandId == CC_SAMPLE) {
+            Emit(d.szCommandData);
+        } else if (d.uiCommandId == CC_THREAD_PAUSE || d.uiCommandId == CC_THREAD_RESUME) {
+            std::lock_guard lock(pausedMutex_);
+            const TId thread = std::strtoull(d.szCommandData, nullptr, 10);
+            if (d.uiCommandId == CC_THREAD_PAUSE) pausedThreads_.insert(thread);
+            else pausedThreads_.erase(thread);
+            pausedThreadCount_.store(static_cast<unsigned>(pausedThreads_.size()));
+        }
+    }
+
 private:
+    void Emit(const std::string &label);
+    bool ThreadPaused(TId thread) {
+        std::lock_guard lock(pausedMutex_);
+        return pausedThreads_.count(thread) != 0;
+    }
     IMpi &mpi_;
     TId id_;
     Options o_;
@@ -248,6 +272,10 @@ private:
     LiveObjects live_;
     std::atomic<std::uint64_t> samples_{0}, freed_{0};
     std::atomic<bool> stopped_{false};
+    std::atomic<bool> paused_{false};
+    std::mutex pausedMutex_;
+    std::set<TId> pausedThreads_;
+    std::atomic<unsigned> pausedThreadCount_{0};
     std::mutex gcMutex_;
     std::uint64_t gcCount_ = 0, gcStart_ = 0;
     std::vector<std::pair<std::uint64_t, std::uint64_t>> gcPauses_;  // start, duration
@@ -268,14 +296,26 @@ std::string Bytes(double b) {
 void HeapProfiler::Finish() {
     stopped_.store(true);
     mpi_.DisableEventGroup(id_, EG_HEAP);
+    Emit("");
+}
+
+void HeapProfiler::Emit(const std::string &label) {
     std::lock_guard lock(mutex_);
-    // Live objects at exit, charged to their allocation node.
+    // A sample point's files are named after it; the table is printed at the end only.
+    martini::clients::OutputOptions outOptions = o_.out;
+    if (!label.empty()) {
+        outOptions.name += "-" + label;
+        outOptions.top = 0;
+        std::fprintf(stderr, "heapprof: sample point '%s'\n", label.c_str());
+    }
+    // Live objects now, charged to their allocation node (kept apart from the nodes,
+    // so that a sample point changes nothing).
+    std::map<std::pair<const HeapTree *, std::uint32_t>, std::pair<double, double>> live;
     if (o_.live) {
-        live_.ForEach([](const LiveObject &o) {
-            std::lock_guard treeLock(o.tree->mutex);
-            HeapNode &n = o.tree->nodes[o.node];
-            n.liveObjects += o.weight;
-            n.liveBytes += o.weight * double(o.size);
+        live_.ForEach([&live](const LiveObject &o) {
+            auto &[objects, bytes] = live[{o.tree, o.node}];
+            objects += o.weight;
+            bytes += o.weight * double(o.size);
         });
     }
 
@@ -325,8 +365,11 @@ void HeapProfiler::Finish() {
             self[0] = static_cast<std::uint64_t>(std::llround(n.allocObjects));
             self[1] = static_cast<std::uint64_t>(std::llround(n.allocBytes));
             if (o_.live) {
-                self[2] = static_cast<std::uint64_t>(std::llround(n.liveObjects));
-                self[3] = static_cast<std::uint64_t>(std::llround(n.liveBytes));
+                const auto it = live.find({&t, i});
+                if (it != live.end()) {
+                    self[2] = static_cast<std::uint64_t>(std::llround(it->second.first));
+                    self[3] = static_cast<std::uint64_t>(std::llround(it->second.second));
+                }
             }
         }
         if (tree.nodes.size() > 1) p.threads.push_back(std::move(tree));
@@ -356,7 +399,7 @@ void HeapProfiler::Finish() {
                       {"sampling_interval_bytes", o_.exact ? 0 : o_.interval}};
     }
 
-    if (o_.out.top > 0) {
+    if (outOptions.top > 0) {
         // By class: the "new C" frames hold all self values.
         const auto totals = report::Totals(p.merged, m);
         struct Row {
@@ -414,7 +457,7 @@ void HeapProfiler::Finish() {
         }
         std::fputs(out.str().c_str(), stderr);
     }
-    martini::clients::WriteOutputs(p, o_.out, outputDir_.Resolve(o_.out));
+    martini::clients::WriteOutputs(p, outOptions, outputDir_.Resolve(outOptions));
     std::fflush(stderr);
 }
 
@@ -432,6 +475,9 @@ struct Instance {
     To<IThreadStartEventObserver, SThreadStartEventData, &HeapProfiler::ThreadStarted> threadStart{
         profiler, DR_THREAD_ID | DR_THREAD_NAME};
     martini::clients::ForwardNoData<IVmShutdownEventObserver, HeapProfiler, &HeapProfiler::Finish> shutdown{profiler};
+    martini::clients::ForwardNoData<IEcStartEventObserver, HeapProfiler, &HeapProfiler::Resume> start{profiler};
+    martini::clients::ForwardNoData<IEcStopEventObserver, HeapProfiler, &HeapProfiler::Pause> stop{profiler};
+    To<IEcCustomCommandEventObserver, SEcCustomCommandEventData, &HeapProfiler::Command> command{profiler, DR_COMMAND};
     martini::clients::OutputDirObserver outputDir{profiler.outputDirectory()};
     martini::filters::RuleSet rules;  // asked once per class, never per allocation
     Instance(IMpi &mpi, TId id, Options o) : profiler(mpi, id, std::move(o)) {}
@@ -460,6 +506,9 @@ extern "C" API_EXPORT TResult MPICL_Instantiate(IMpi *mpi, TId clientId, const c
     mpi->RegisterEvent(clientId, in->gcEnd);
     mpi->RegisterEvent(clientId, in->threadStart);
     mpi->RegisterEvent(clientId, in->outputDir);
+    mpi->RegisterEvent(clientId, in->start);
+    mpi->RegisterEvent(clientId, in->stop);
+    mpi->RegisterEvent(clientId, in->command);
     if (!opts.filter.empty() || !opts.includes.empty()) {
         std::string line = opts.filter;
         for (const auto &p : opts.includes) line += (line.empty() ? "+" : "|+") + p;

@@ -154,6 +154,7 @@ public:
         if (owner != 0) ownerName = martini::clients::GetThreadName(mpi_, id_, owner, 16);
         const TId cls = (d.validData & DR_CLASS_ID) ? d.classId : ClassOfObject(d.objectId);
         std::lock_guard lock(mutex_);
+        if (!Recording(d.threadId)) return;
         ThreadRecord &t = Thread(d.threadId);
         t.blocked = true;
         t.monitor = d.objectId;
@@ -186,6 +187,7 @@ public:
         const std::uint64_t now = TimeOf(d);
         const TId cls = (d.validData & DR_CLASS_ID) ? d.classId : ClassOfObject(d.objectId);
         std::lock_guard lock(mutex_);
+        if (!Recording(d.threadId)) return;
         ThreadRecord &t = Thread(d.threadId);
         t.waiting = true;
         t.monitor = d.objectId;
@@ -220,7 +222,26 @@ public:
 
     void Finish();
 
+    // External control: EcStop/EcStart pause and resume recording; EcCustomCommand
+    // pauses one thread (CC_THREAD_PAUSE/RESUME) or writes a sample point (CC_SAMPLE).
+    void Pause() { paused_.store(true); }
+    void Resume() { paused_.store(false); }
+    void Command(const SEcCustomCommandEventData &d) {
+        if (!(d.validData & DR_COMMAND) || d.szCommandData == nullptr) return;
+        if (d.uiCommandId == CC_SAMPLE) {
+            Emit(d.szCommandData);
+        } else if (d.uiCommandId == CC_THREAD_PAUSE || d.uiCommandId == CC_THREAD_RESUME) {
+            std::lock_guard lock(mutex_);
+            const TId thread = std::strtoull(d.szCommandData, nullptr, 10);
+            if (d.uiCommandId == CC_THREAD_PAUSE) pausedThreads_.insert(thread);
+            else pausedThreads_.erase(thread);
+        }
+    }
+
 private:
+    void Emit(const std::string &label);
+    // Whether a wait or contention beginning now on `thread` is recorded. Caller holds mutex_.
+    bool Recording(TId thread) const { return !paused_.load() && pausedThreads_.count(thread) == 0; }
     ThreadRecord &Thread(TId id) {
         auto &t = threads_[id];
         t.id = id;
@@ -275,6 +296,8 @@ private:
     std::vector<Slice> slices_;
     std::uint64_t slicesDropped_ = 0;
     martini::clients::OutputDirectory outputDir_;
+    std::atomic<bool> paused_{false};
+    std::set<TId> pausedThreads_;  // under mutex_
 };
 
 std::string Ms(std::uint64_t ns) {
@@ -285,7 +308,18 @@ std::string Ms(std::uint64_t ns) {
 
 void ThreadProfiler::Finish() {
     mpi_.DisableEventGroup(id_, EG_MONITOR);
+    Emit("");
+}
+
+void ThreadProfiler::Emit(const std::string &label) {
     std::lock_guard lock(mutex_);
+    // A sample point's files are named after it; the table is printed at the end only.
+    martini::clients::OutputOptions outOptions = o_.out;
+    if (!label.empty()) {
+        outOptions.name += "-" + label;
+        outOptions.top = 0;
+        std::fprintf(stderr, "threadprof: sample point '%s'\n", label.c_str());
+    }
     const std::uint64_t now = gLastSeen.load();
     // Names for threads seen only through events.
     for (auto &[tid, t] : threads_) {
@@ -315,12 +349,12 @@ void ThreadProfiler::Finish() {
         totalContentions += m.contentions;
         totalWaits += m.waited;
     }
-    if (o_.out.top > 0) {
+    if (outOptions.top > 0) {
         std::ostringstream out;
         out << "threadprof: " << threads_.size() << " threads; " << contended.size() << " contended monitors, "
             << totalContentions << " contentions, " << Ms(totalBlocked) << " ms blocked; " << totalWaits << " waits\n";
         if (!contended.empty()) out << "top contended monitors:\n";
-        for (std::size_t i = 0; i < contended.size() && i < o_.out.top; ++i) {
+        for (std::size_t i = 0; i < contended.size() && i < outOptions.top; ++i) {
             const MonitorRecord &m = *contended[i];
             out << "  " << ClassName(m.classId) << "@" << m.object << ": " << m.contentions << " contentions, "
                 << Ms(m.blockedNs) << " ms blocked (max " << Ms(m.maxBlockedNs) << " ms)\n"
@@ -333,7 +367,7 @@ void ThreadProfiler::Finish() {
         }
         std::stable_sort(waited.begin(), waited.end(), [](auto *a, auto *b) { return a->waitingNs > b->waitingNs; });
         if (!waited.empty()) out << "monitors waited on (wait/notify):\n";
-        for (std::size_t i = 0; i < waited.size() && i < o_.out.top; ++i) {
+        for (std::size_t i = 0; i < waited.size() && i < outOptions.top; ++i) {
             const MonitorRecord &m = *waited[i];
             out << "  " << ClassName(m.classId) << "@" << m.object << ": " << m.waits << " waits, " << m.waited
                 << " woke (" << m.timeouts << " timed out), " << Ms(m.waitingNs) << " ms waiting\n";
@@ -345,7 +379,7 @@ void ThreadProfiler::Finish() {
         out << line;
         std::size_t shown = 0;
         for (const auto &[tid, t] : threads_) {
-            if (shown++ >= o_.out.top) break;
+            if (shown++ >= outOptions.top) break;
             const std::uint64_t stop = t.end != 0 ? t.end : now;
             const std::uint64_t life = t.start != 0 && stop > t.start ? stop - t.start : 0;
             std::snprintf(line, sizeof line, "  %-24s %-16s %12s %12s %12s\n", t.name.c_str(),
@@ -413,11 +447,11 @@ void ThreadProfiler::Finish() {
     for (const Slice &s : slices_) p.spans.push_back({s.thread, frame(s.label), s.start, s.duration, s.category});
     p.counters = {{"threads", threads_.size()}, {"contended_monitors", contended.size()}, {"contentions", totalContentions},
                   {"blocked_ns", totalBlocked}, {"waits", totalWaits}, {"slices_dropped", slicesDropped_}};
-    const std::string dir = outputDir_.Resolve(o_.out);
-    martini::clients::WriteOutputs(p, o_.out, dir);
+    const std::string dir = outputDir_.Resolve(outOptions);
+    martini::clients::WriteOutputs(p, outOptions, dir);
 
     // ---- the detailed JSON
-    if (!dir.empty() && (o_.out.formats & report::kJson)) {
+    if (!dir.empty() && (outOptions.formats & report::kJson)) {
         using nlohmann::json;
         json j;
         j["format"] = "martini-threads";
@@ -442,7 +476,7 @@ void ThreadProfiler::Finish() {
         j["threads"] = std::move(threads);
         j["monitors"] = std::move(monitors);
         j["interactions"] = interactions_;
-        const std::string path = (dir.back() == '/' ? dir : dir + "/") + martini::clients::ExpandOutputName(o_.out.name) + ".threads.json";
+        const std::string path = (dir.back() == '/' ? dir : dir + "/") + martini::clients::ExpandOutputName(outOptions.name) + ".threads.json";
         const std::string error = martini::clients::WriteFileAtomically(path, [&](std::ostream &f) { f << j.dump(1) << '\n'; });
         if (error.empty()) std::fprintf(stderr, "threadprof: wrote %s\n", path.c_str());
         else std::fprintf(stderr, "threadprof: %s; the partial file was removed\n", error.c_str());
@@ -470,6 +504,10 @@ struct Instance {
         profiler, DR_THREAD_ID | DR_OBJECT_ID | DR_INTERACTION_TYPE};
     martini::clients::ForwardNoData<IVmShutdownEventObserver, ThreadProfiler, &ThreadProfiler::Finish> shutdown{profiler};
     martini::clients::OutputDirObserver outputDir{profiler.outputDirectory()};
+    martini::clients::ForwardNoData<IEcStartEventObserver, ThreadProfiler, &ThreadProfiler::Resume> start{profiler};
+    martini::clients::ForwardNoData<IEcStopEventObserver, ThreadProfiler, &ThreadProfiler::Pause> stop{profiler};
+    Forward<IEcCustomCommandEventObserver, SEcCustomCommandEventData, &ThreadProfiler::Command> command{profiler,
+                                                                                                      DR_COMMAND};
     martini::filters::RuleSet rules;
     Instance(IMpi &mpi, TId id, Options o) : profiler(mpi, id, std::move(o)) {}
 };
@@ -493,7 +531,8 @@ extern "C" API_EXPORT TResult MPICL_Instantiate(IMpi *mpi, TId clientId, const c
     }
     // The rest where the runtime has them.
     for (IEventObserver *obs : std::initializer_list<IEventObserver *>{&in->threadStart, &in->threadEnd, &in->wait,
-                                                                       &in->waited, &in->interaction, &in->outputDir}) {
+                                                                       &in->waited, &in->interaction, &in->outputDir,
+                                                                       &in->start, &in->stop, &in->command}) {
         mpi->RegisterEvent(clientId, *obs);
     }
     if (!in->profiler.options().filter.empty()) {

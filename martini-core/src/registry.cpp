@@ -439,6 +439,7 @@ ClientMask Core::ThreadInteractionInterest(TId methodId, SThreadInteractionFilte
 }
 
 IMpi &Core::Mpi() noexcept { return *registry_; }
+Provider &Core::Runtime() noexcept { return registry_->provider(); }
 Diagnostics Core::GetDiagnostics() const noexcept { return registry_->GetDiagnostics(); }
 unsigned Core::ClientCount() const noexcept { return registry_->ClientCount(); }
 std::string Core::ClientName(TId clientId) const { return registry_->ClientName(clientId); }

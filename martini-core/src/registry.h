@@ -64,6 +64,7 @@ public:
     TResult SetSamplingRate(TId clientId, unsigned int hz, ESamplingClock clock) noexcept override;
 
     // ---- Core's side
+    Provider &provider() noexcept { return provider_; }
     Core::LoadResult Load(const ClientSpec &spec);
     Core::LoadResult Instantiate(std::string name, void *dlHandle, MPICL_Instantiate_t fn,
                                  const std::string &options);

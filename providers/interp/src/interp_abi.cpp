@@ -8,6 +8,7 @@
 #include <exception>
 #include <new>
 #include <string>
+#include <vector>
 
 using martini::interp::InterpProvider;
 using martini::interp::ThreadRecord;
@@ -177,6 +178,37 @@ martini_status martini_interp_shutdown(martini_interp *interp) {
         }
         interp->provider.Shutdown();
         return MARTINI_OK;
+    });
+}
+
+martini_status martini_control(martini_interp *interp, const char *command) {
+    return Guarded("martini_control", [&](std::string &why) {
+        if (interp == nullptr || command == nullptr) {
+            why = interp == nullptr ? "the interpreter handle is NULL" : "command is NULL";
+            return MARTINI_E_NULL;
+        }
+        // Words separated by single spaces; "custom ID DATA" keeps the rest as DATA.
+        const std::string text = command;
+        std::vector<std::string> words;
+        std::size_t start = 0;
+        while (start <= text.size()) {
+            if (words.size() == 2 && words[0] == "custom") {
+                words.push_back(text.substr(start));
+                break;
+            }
+            const std::size_t space = text.find(' ', start);
+            words.push_back(text.substr(start, space == std::string::npos ? std::string::npos : space - start));
+            if (space == std::string::npos) break;
+            start = space + 1;
+        }
+        if (!interp->provider.Live()) {
+            why = "the run has ended (martini_interp_shutdown was called)";
+            return MARTINI_E_PHASE;
+        }
+        const martini::core::ControlReply r = interp->provider.Control(words);
+        if (r.ok) return MARTINI_OK;
+        why = r.message;
+        return MARTINI_E_ARGUMENT;
     });
 }
 

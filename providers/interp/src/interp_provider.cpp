@@ -1,5 +1,7 @@
 #include "interp_provider.h"
 
+#include "martini/core/log.h"
+
 #include "martini/core/client_spec.h"
 #include "martini/core/clock.h"
 
@@ -94,12 +96,31 @@ std::string InterpProvider::Start(const martini_config &config) {
             config.output_dir);
         core_->Raise<IEcSetOutputDirectoryEventObserver>(out);
     }
+    if (std::string e = channel_.Start(*core_, this); !e.empty()) {
+        core::LogLine(e + "; `martini control` will not reach this interpreter");
+    }
     return "";
 }
 
 void InterpProvider::Shutdown() {
+    channel_.Stop();
     if (!live_.exchange(false, std::memory_order_acq_rel)) return;
     core_->Shutdown();
+}
+
+core::ControlReply InterpProvider::Control(const std::vector<std::string> &words) {
+    std::lock_guard lock(controlMutex_);
+    if (!Live()) {
+        core::ControlReply r;
+        r.message = "the run has ended (martini_interp_shutdown was called)";
+        return r;
+    }
+    return core::RunControlCommand(*core_, this, words);
+}
+
+std::string InterpProvider::Detach(core::Core &core, std::vector<std::string> &) noexcept {
+    core::DetachClients(core);  // a second time does nothing
+    return "";
 }
 
 const ThreadRecord *InterpProvider::Current() const noexcept {
@@ -454,6 +475,7 @@ bool InterpProvider::CanRaise(TEventType event) const noexcept {
         case EV_VM_INIT: case EV_VM_SHUTDOWN: case EV_CLASS_LOAD: case EV_NEW_METHOD:
         case EV_METHOD_ENTER: case EV_METHOD_LEAVE: case EV_THREAD_START: case EV_THREAD_END:
         case EV_JITTED_METHOD_LOADED: case EV_JITTED_METHOD_UNLOADED: case EV_EC_SET_OUTPUT_DIRECTORY:
+        case EV_EC_START: case EV_EC_STOP: case EV_EC_CUSTOM_COMMAND: case EV_EC_DETACH:
             return true;
         default:
             return false;

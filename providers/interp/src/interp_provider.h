@@ -3,6 +3,7 @@
 // The C functions in interp_abi.cpp check their arguments and call into this class.
 #pragma once
 
+#include "martini/core/control.h"
 #include "martini/core/core.h"
 #include "martini/interp.h"
 
@@ -66,7 +67,7 @@ struct CodeRecord {
     std::vector<Martini::MPI::SLineNumberTableEntry> lines;
 };
 
-class InterpProvider final : public core::Provider {
+class InterpProvider final : public core::Provider, public core::ControlTarget {
 public:
     InterpProvider(std::string runtimeName, std::string runtimeVersion);
     ~InterpProvider() override;
@@ -76,6 +77,11 @@ public:
     std::string Start(const martini_config &config);
     void Shutdown();
     bool Live() const noexcept { return live_.load(std::memory_order_acquire); }
+    // martini_control and `martini control PID ...` (docs/control.md): one command.
+    core::ControlReply Control(const std::vector<std::string> &words);
+    // ---- core::ControlTarget: terminate/detach. The clients write their outputs; the
+    // interpreter's later calls are still accepted, and nothing reaches a client.
+    std::string Detach(core::Core &core, std::vector<std::string> &notes) noexcept override;
 
     // Each returns MARTINI_OK or sets the error text (the C layer prefixes the function).
     martini_status RegisterMethod(martini_method_id id, const martini_method_info &info,
@@ -125,6 +131,8 @@ private:
     const std::uint64_t generation_;  // tells this provider's thread-local state from an earlier one's
     std::unique_ptr<core::Core> core_;
     std::atomic<bool> live_{false};
+    std::mutex controlMutex_;  // one command at a time (the FIFO's reader, martini_control)
+    core::ControlChannel channel_;
     BitSet enterWanted_ = 0;
     BitSet leaveWanted_ = 0;
 

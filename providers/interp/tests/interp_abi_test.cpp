@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -101,6 +104,81 @@ TEST(InterpAbi, CallsThreadsAndClassesReachTheClients) {
     EXPECT_EQ(r.Lines(), (Lines{"init 1", "tstart 1 main 0", "outdir /tmp/interp-out", "class 1 tree",
                                 "method 1 insert tree 10", "method 2 balance tree 20", "enter 1 1", "stack 1 1",
                                 "enter 2 1", "stack 1 2,1", "leave 2 1", "leave 1 1", "shutdown"}));
+}
+
+TEST(InterpAbi, ControlCommandsReachTheClientsAsExternalControlEvents) {
+    InterpRun r;
+    ASSERT_EQ(r.status, MARTINI_OK) << martini_last_error();
+    ASSERT_EQ(r.Method(1, "insert"), MARTINI_OK);
+    for (const char *command : {"pause", "resume", "sample phase-1", "pause-thread main", "resume-thread 1",
+                                "custom 300 hello world", "output /tmp/interp-out2"}) {
+        EXPECT_EQ(martini_control(r.interp, command), MARTINI_OK) << command << ": " << martini_last_error();
+    }
+    EXPECT_EQ(martini_control(r.interp, "fly"), MARTINI_E_ARGUMENT);
+    EXPECT_NE(std::string(martini_last_error()).find("martini_control: unknown command 'fly'"), std::string::npos)
+        << martini_last_error();
+    EXPECT_EQ(martini_control(r.interp, "pause-thread nosuch"), MARTINI_E_ARGUMENT);
+    EXPECT_NE(std::string(martini_last_error()).find("no live thread has the id or name 'nosuch' (threads: main (1))"),
+              std::string::npos)
+        << martini_last_error();
+    EXPECT_EQ(martini_control(r.interp, "custom 7 x"), MARTINI_E_ARGUMENT);
+    EXPECT_EQ(martini_control(r.interp, "sample a/b"), MARTINI_E_ARGUMENT);
+    EXPECT_EQ(martini_control(r.interp, nullptr), MARTINI_E_NULL);
+    // Terminate: the clients are done; the interpreter's calls go on and reach no one.
+    ASSERT_EQ(martini_control(r.interp, "terminate"), MARTINI_OK) << martini_last_error();
+    EXPECT_EQ(martini_enter(r.interp, 1, 100), MARTINI_OK) << martini_last_error();
+    EXPECT_EQ(martini_exit(r.interp, MARTINI_STACK_BASE), MARTINI_OK);
+    EXPECT_EQ(r.Only({"ec", "custom", "outdir", "detach", "shutdown", "enter"}),
+              (Lines{"outdir /tmp/interp-out", "ecstop", "ecstart", "custom 1 phase-1", "custom 2 1", "custom 3 1",
+                     "custom 300 hello world", "outdir /tmp/interp-out2", "detach", "shutdown"}));
+}
+
+// What `martini control PID ...` does: a line into the process's FIFO, the answer read
+// from a reply FIFO of its own.
+std::string SendThroughFifo(const std::string &fields) {
+    char dir[] = "/tmp/interp-control-XXXXXX";
+    if (mkdtemp(dir) == nullptr) return "mkdtemp failed";
+    const std::string reply = std::string(dir) + "/reply";
+    std::string answer;
+    if (mkfifo(reply.c_str(), 0600) == 0) {
+        const int in = open(reply.c_str(), O_RDWR | O_NONBLOCK);
+        std::string path = "/tmp/martini-";
+        path += std::to_string(getpid());
+        path += ".ctl";
+        const int out = open(path.c_str(), O_WRONLY | O_NONBLOCK);
+        std::string line = reply;
+        line += '\t';
+        line += fields;
+        line += '\n';
+        if (out >= 0 && write(out, line.data(), line.size()) == static_cast<ssize_t>(line.size())) {
+            for (int i = 0; i < 500 && answer.find('\n') == std::string::npos; ++i) {
+                pollfd p{in, POLLIN, 0};
+                if (poll(&p, 1, 10) <= 0) continue;
+                char buf[256];
+                const ssize_t n = read(in, buf, sizeof buf);
+                if (n > 0) answer.append(buf, static_cast<std::size_t>(n));
+            }
+        } else {
+            answer = "cannot write to " + path;
+        }
+        if (out >= 0) close(out);
+        if (in >= 0) close(in);
+    }
+    unlink(reply.c_str());
+    rmdir(dir);
+    return answer;
+}
+
+TEST(InterpAbi, TheControlFifoTakesCommandsFromOutside) {
+    InterpRun r;
+    ASSERT_EQ(r.status, MARTINI_OK) << martini_last_error();
+    EXPECT_EQ(SendThroughFifo("sample\tfrom-outside"), "ok sample from-outside\n");
+    EXPECT_EQ(SendThroughFifo("pause-thread\tnosuch"),
+              "error: no live thread has the id or name 'nosuch' (threads: main (1))\n");
+    EXPECT_EQ(SendThroughFifo("terminate"), "ok terminate\n");
+    // Terminate ended the channel: nobody reads the FIFO any more.
+    EXPECT_EQ(SendThroughFifo("pause").rfind("cannot write to /tmp/martini-", 0), 0u);
+    EXPECT_EQ(r.Only({"custom", "detach", "shutdown"}), (Lines{"custom 1 from-outside", "detach", "shutdown"}));
 }
 
 TEST(InterpAbi, ExitUnwindsEveryFrameAboveTheFrameReturnedTo) {

@@ -2,6 +2,7 @@
 // writes them at VmShutdown to the file named by its options ("out=FILE"), with
 // "skip=NAME" leaving the method NAME out through a call-graph filter. Lines:
 //   init T | method M NAME CLASS LINE | class C NAME | enter M T | leave M T
+//   ecstart | ecstop | custom ID DATA | detach
 //   tstart T NAME PARENT | tend T | jit M SIZE | unjit M SIZE | outdir DIR
 //   codeinfo M LOCATION LINE CODESIZE (at each jit: GetCompiledMethodInfo of the
 //     code's address + 16, and GetMethodInfo's code size of M)
@@ -126,7 +127,26 @@ struct OutDir : IEcSetOutputDirectoryEventObserver {
     void HandleEvent(SEcSetOutputDirectoryEventData &d) override { Line(std::string("outdir ") + d.szDirectoryName); }
 };
 
+struct EcStart : IEcStartEventObserver {
+    void HandleEvent() override { Line("ecstart"); }
+};
+struct EcStop : IEcStopEventObserver {
+    void HandleEvent() override { Line("ecstop"); }
+};
+struct EcCustom : IEcCustomCommandEventObserver {
+    void HandleEvent(SEcCustomCommandEventData &d) override {
+        Line("custom " + std::to_string(d.uiCommandId) + " " + d.szCommandData);
+    }
+};
+struct EcDetach : IEcDetachEventObserver {
+    void HandleEvent() override { Line("detach"); }
+};
+
 Skip gSkipFilter;
+EcStart gEcStart;
+EcStop gEcStop;
+EcCustom gEcCustom;
+EcDetach gEcDetach;
 Init gInit;
 Shutdown gShutdown;
 ClassLoad gClassLoad;
@@ -161,7 +181,8 @@ extern "C" API_EXPORT TResult MPICL_Instantiate(IMpi *mpi, TId id, const char *o
     }
     if (gOut.empty()) return MRTE_ERROR_ILLEGAL_ARGUMENT;
     IEventObserver *observers[] = {&gInit, &gShutdown, &gClassLoad, &gNewMethod, &gEnter, &gLeave,
-                                   &gThreadStart, &gThreadEnd, &gJit, &gUnjit, &gOutDir};
+                                   &gThreadStart, &gThreadEnd, &gJit, &gUnjit, &gOutDir,
+                                   &gEcStart, &gEcStop, &gEcCustom, &gEcDetach};
     for (IEventObserver *o : observers) {
         if (TResult r = mpi->RegisterEvent(id, *o); r != MRTE_RESULT_OK) return r;
     }

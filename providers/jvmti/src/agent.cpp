@@ -1,16 +1,22 @@
-// The JVMTI agent: java -agentpath:<dir>/libmartini-jvmti.so=<config> ...
+// The JVMTI agent, loaded at start-up or attached to a running JVM:
+//   java -agentpath:<dir>/libmartini-jvmti.so=<config> ...     (Agent_OnLoad)
+//   martini attach PID --client ...                            (Agent_OnAttach)
 //
 // <config> is the client configuration every provider reads (docs/configuration.md),
 // loaded by core::LoadClients. A bad config or a client that does not load prints one
 // line naming the problem, and the JVM runs on without that client. Only Agent_OnLoad
-// is exported.
+// and Agent_OnAttach are exported.
 //
-// This file puts the components together (see jvm_provider.h for the list): in
-// Agent_OnLoad each decides whether it is wanted from the clients' registrations,
-// adds the capabilities it needs and sets its callbacks; at VMInit the probes are
-// wired and the clients told; at VMDeath they write their output.
+// This file puts the components together (see jvm_provider.h for the list): at load
+// or attach each decides whether it is wanted from the clients' registrations, adds
+// the capabilities it needs and sets its callbacks; at VMInit (at once when attached)
+// the probes are wired and the clients told; at VMDeath they write their output.
+// `martini control PID detach|terminate` ends a run early (Detach below): the classes
+// get their original bytes back, the JVMTI environment is given back, and a later
+// attach starts a new run in the same JVM.
 #include "allocations.h"
 #include "calls.h"
+#include "classes.h"
 #include "compiled_code.h"
 #include "control.h"
 #include "gc.h"
@@ -24,8 +30,11 @@
 #include "sampling.h"
 #include "threads.h"
 
+#include <chrono>
 #include <cstdlib>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace martini::jvm {
@@ -33,35 +42,47 @@ namespace {
 
 std::string gOutputDirectory;  // from the configuration; raised at VMInit
 
+// One run at a time: loaded or attached (kActive) until VMDeath or a detach.
+enum class RunState { kNone, kActive, kDetached };
+std::mutex gLifecycle;  // load/attach, detach and VMDeath, one at a time
+RunState gState = RunState::kNone;
+std::vector<std::string> gAttachNotes;  // said again in the detach's reply
+
+std::string Detach(core::Core &core, std::vector<std::string> &notes);
+
 // ---- Lifecycle callbacks -------------------------------------------------------------------
 
-void JNICALL OnVmInit(jvmtiEnv *, JNIEnv *jni, jthread) {
-    Instrumentation::Start(jni);
+// VMInit, or at once when attached: the probes wired, the clients told the JVM is live.
+void GoLive(JNIEnv *jni, bool attached) {
+    Instrumentation::Start(jni, attached);
     core::Core &core = Vm::Core();
     core.SetLive(true);
-    if (ControlWanted(core)) {
-        if (const std::string e = StartControl(core); !e.empty()) {
-            core::LogLine(e + "; `martini control` will not reach this JVM");
-        }
-    }
+    StartControl(core, Detach);
     if (!gOutputDirectory.empty() && core.HasObservers(EV_EC_SET_OUTPUT_DIRECTORY)) {
         SEcSetOutputDirectoryEventData out;
         out.szDirectoryName = gOutputDirectory.c_str();
         out.validData = DR_COMMAND;
         core.Raise<IEcSetOutputDirectoryEventObserver>(out);
     }
+    // Attached: EcAttach first, then VmInit as at start-up (the JVM is live for them now).
+    if (attached) core.Raise<IEcAttachEventObserver>();
     SVmInitEventData d;
     d.threadId = Threads::Current(jni).id;
     d.validData = DR_THREAD_ID;
     core.Raise<IVmInitEventObserver>(d);
+    // Sampling starts after the clients are live (at VMInit, or at once when attached).
     if (Sampling::Wanted()) {
         if (const std::string e = Sampling::Start(jni); !e.empty()) core::LogLine(e);
     }
 }
 
+void JNICALL OnVmInit(jvmtiEnv *, JNIEnv *jni, jthread) { GoLive(jni, false); }
+
 void JNICALL OnVmDeath(jvmtiEnv *, JNIEnv *jni) {
     // After the last Java code (shutdown hooks ran): clients write their output here.
     StopControl();
+    std::lock_guard lock(gLifecycle);
+    if (gState != RunState::kActive) return;  // detached: nothing of Martini's is left
     Instrumentation::ReportLostEnters(jni);
     Sampling::Stop();  // the samples taken so far are raised before the clients write
     Vm::Core().Shutdown();  // delivery stops for every client at once, then VmShutdown
@@ -70,7 +91,39 @@ void JNICALL OnVmDeath(jvmtiEnv *, JNIEnv *jni) {
     Sampling::PrintSummary();
 }
 
-// ---- Agent_OnLoad ----------------------------------------------------------------------------
+// ---- Detach ---------------------------------------------------------------------------------
+
+// `martini control PID detach|terminate`, on the control thread (a JVM thread): the
+// clients write their outputs, every probe goes, and the JVM runs on at full speed.
+std::string Detach(core::Core &core, std::vector<std::string> &notes) {
+    std::lock_guard lock(gLifecycle);
+    if (gState != RunState::kActive) return "Martini is not running in this JVM";
+    Sampling::Stop();  // the samples taken so far are raised before the clients write
+    core::DetachClients(core);  // EcDetach, then VmShutdown: the outputs
+    Vm::SetDead();              // the probes and hooks do nothing from here
+    // A probe that read "not dead" just before may still be on its way through.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    JNIEnv *jni = Vm::Jni();
+    if (jni != nullptr) {
+        const Instrumentation::Restored restored = Instrumentation::Restore(jni);
+        notes.push_back(std::to_string(restored.classes) + " classes restored to their original bytes" +
+                        (restored.failed != 0 ? ", " + std::to_string(restored.failed) + " could not be" : ""));
+    }
+    Instrumentation::PrintSummary();
+    Sampling::PrintSummary();
+    Threads::ForgetStacks();
+    ClassRegistry::ForgetInterest();
+    Allocations::ForgetDecision();
+    // Every event off and every capability given back (the JVM runs at full speed);
+    // the next attach takes a new environment.
+    Vm::Jvmti()->DisposeEnvironment();
+    notes.insert(notes.begin(), gAttachNotes.begin(), gAttachNotes.end());
+    gAttachNotes.clear();
+    gState = RunState::kDetached;
+    return "";
+}
+
+// ---- Agent_OnLoad / Agent_OnAttach ------------------------------------------------------------
 
 // Timestamps from the TSC, calibrated once (~10 ms), when some client wants them.
 void CalibrateClockIfWanted() {
@@ -85,7 +138,7 @@ void CalibrateClockIfWanted() {
 // Each component decides from the loaded clients' registrations, then asks for only
 // the capabilities its events need (holding some costs the JVM even when no event is
 // enabled), and sets its callbacks.
-void SetUpComponents() {
+void SetUpComponents(bool live) {
     Calls::Decide();
     // The clients asked for their allocation sampling interval in MPICL_Instantiate:
     // interval 0 (every allocation) means exact mode, decided now, before any class loads.
@@ -103,7 +156,7 @@ void SetUpComponents() {
     Monitors::AddCapabilities(caps);
     CompiledCode::AddCapabilities(caps);
     Sampling::AddCapabilities(caps);
-    Vm::AddCapabilities();
+    Vm::AddCapabilities(live);
     Allocations::CapabilitiesAdded();
 
     jvmtiEventCallbacks callbacks{};
@@ -119,41 +172,59 @@ void SetUpComponents() {
     Vm::Jvmti()->SetEventCallbacks(&callbacks, sizeof callbacks);
 }
 
-jint Load(JavaVM *vm, const char *options) {
+// Agent_OnLoad (live false) and Agent_OnAttach (live true). Returns JNI_OK, or JNI_ERR
+// when attached and nothing could be started (the attach then reports a failure).
+jint Load(JavaVM *vm, const char *options, bool live) {
+    std::lock_guard lock(gLifecycle);
+    const char *runs = live ? "the JVM runs on without Martini" : "the JVM runs without Martini";
+    if (gState == RunState::kActive) {
+        core::LogLine("Martini is already running in this JVM (detach first: martini control PID detach); "
+                      "this attach is refused");
+        return JNI_ERR;
+    }
     jvmtiEnv *jvmti = nullptr;
     if (vm->GetEnv(reinterpret_cast<void **>(&jvmti), JVMTI_VERSION_11) != JNI_OK || jvmti == nullptr) {
-        core::LogLine("this JVM offers no JVMTI 11 environment; the JVM runs without Martini");
-        return JNI_OK;
+        core::LogLine(std::string("this JVM offers no JVMTI 11 environment; ") + runs);
+        return live ? JNI_ERR : JNI_OK;
     }
-    Vm::Init(vm, jvmti);
+    Vm::Init(vm, jvmti);  // a new environment, also when attached again after a detach
     auto *core = new core::Core(*new JvmProvider());  // both live as long as the JVM
     Vm::AttachCore(core);
     const std::string agentDir = core::DirectoryOf(reinterpret_cast<void *>(&Load));
     const core::ClientsLoaded clients = core::LoadClients(*core, options != nullptr ? options : "", agentDir);
-    if (!clients.error.empty()) {
-        core::LogLine(clients.error + "; the JVM runs without Martini");
-        return JNI_OK;
-    }
+    auto refuse = [&](const std::string &why) {
+        core::LogLine(why + "; " + runs);
+        if (live) jvmti->DisposeEnvironment();
+        return live ? JNI_ERR : JNI_OK;
+    };
+    if (!clients.error.empty()) return refuse(clients.error);
     if (clients.requested == 0) {
-        core::LogLine("no client given (-agentpath:libmartini-jvmti.so=<client>[=<options>];... or =@FILE.json; "
-                      "docs/configuration.md); the JVM runs without Martini");
-        return JNI_OK;
+        return refuse("no client given (-agentpath:libmartini-jvmti.so=<client>[=<options>];... or =@FILE.json; "
+                      "docs/configuration.md)");
     }
-    if (clients.loaded == 0) {
-        core::LogLine("no client could be loaded; the JVM runs without Martini");
-        return JNI_OK;
-    }
+    if (clients.loaded == 0) return refuse("no client could be loaded");
     gOutputDirectory = clients.outputDirectory;
     CalibrateClockIfWanted();
-    SetUpComponents();
+    SetUpComponents(live);
     // Tables frozen before any thread can raise an event; switches on the events
     // clients want (JvmProvider::OnEventDemandChanged).
     core->FinishInit();
-    jvmti->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_VM_INIT, nullptr);
-    jvmti->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_VM_DEATH, nullptr);
     Threads::EnableEvents();
     Instrumentation::EnableEvents(agentDir);
     Sampling::EnableEvents();
+    gState = RunState::kActive;
+    if (!live) {
+        jvmti->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_VM_INIT, nullptr);
+        jvmti->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_VM_DEATH, nullptr);
+        return JNI_OK;
+    }
+    // Attached: the JVM is live already, and this is one of its threads.
+    jvmti->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_VM_DEATH, nullptr);
+    JNIEnv *jni = Vm::Jni();
+    if (jni == nullptr) return refuse("the attach thread has no JNI environment");
+    GoLive(jni, true);
+    gAttachNotes = Instrumentation::RunningProbedMethods(jni);
+    for (const std::string &n : gAttachNotes) core::LogLine(n);
     return JNI_OK;
 }
 
@@ -161,5 +232,9 @@ jint Load(JavaVM *vm, const char *options) {
 }  // namespace martini::jvm
 
 extern "C" __attribute__((visibility("default"))) jint JNICALL Agent_OnLoad(JavaVM *vm, char *options, void *) {
-    return martini::jvm::Load(vm, options);
+    return martini::jvm::Load(vm, options, false);
+}
+
+extern "C" __attribute__((visibility("default"))) jint JNICALL Agent_OnAttach(JavaVM *vm, char *options, void *) {
+    return martini::jvm::Load(vm, options, true);
 }

@@ -150,9 +150,11 @@ std::int64_t Allocations::ProbeFor(TId classId, ClientMask heapInterest) {
         if (id == 0) return kNoProbe;  // table full: the class's objects are not reported
         AllocRecord &a = *allocs_.Get(id);
         a.classId = classId;
-        a.heapInterest = heapInterest;
         probe = id;
     }
+    // Set again when the class is retransformed: after a detach, the next attach's
+    // clients have their own filters.
+    allocs_.Get(probe)->heapInterest = heapInterest;
     return static_cast<std::int64_t>(probe);
 }
 

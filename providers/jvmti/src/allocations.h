@@ -48,6 +48,12 @@ public:
     // Agent_OnLoad, after the clients' MPICL_Instantiate and before the capabilities:
     // exact mode when some client observes ObjectAlloc and the interval asked for is 0.
     static void Decide();
+    // Detach: the next attach's clients choose the sampling interval and mode anew.
+    static void ForgetDecision() {
+        decided_.store(false);
+        samplingReady_.store(false);
+        samplingInterval_.store(-1);
+    }
     static bool Exact() { return exact_; }
     static void AddCapabilities(jvmtiCapabilities &caps);
     // After the capabilities: the interval asked for so far reaches the JVM.

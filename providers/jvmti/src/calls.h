@@ -17,6 +17,8 @@ public:
     // Agent_OnLoad: some client observes MethodEnter or MethodLeave.
     static void Decide() { wanted_ = Vm::Wants(EV_METHOD_ENTER) || Vm::Wants(EV_METHOD_LEAVE); }
     static bool Wanted() { return wanted_; }
+    // Whether some client wants the method's calls (it has call probes when loaded now).
+    static bool Probed(TId id) { return interest_.Get(id) != 0; }
     static void AddCapabilities(jvmtiCapabilities &caps);
     // The rewriter's call-probe selector for a class being loaded (empty when no client
     // wants calls): asks the filters once per method.

@@ -320,6 +320,17 @@ ClientMask ClassRegistry::InterestOf(TId classId, EEventGroup group) {
     return m;
 }
 
+void ClassRegistry::ForgetInterest() {
+    std::lock_guard lock(mutex_);
+    for (const auto &cls : classes_) {
+        cls->heapKnown.store(false, std::memory_order_relaxed);
+        cls->monitorKnown.store(false, std::memory_order_relaxed);
+        cls->heapInterest.store(0, std::memory_order_relaxed);
+        cls->monitorInterest.store(0, std::memory_order_relaxed);
+        cls->probed.store(false, std::memory_order_relaxed);
+    }
+}
+
 bool ClassRegistry::IsConstructorOf(TId methodId, TId classId) {
     const MethodRecord *m = methods_.Get(methodId);
     if (m == nullptr || m->name != "<init>") return false;

@@ -50,6 +50,8 @@ struct ClassRecord {
     std::atomic<bool> heapKnown{false}, monitorKnown{false};
     // 0 until known (classes loaded before VMInit: at their retransformation). Modules.
     std::atomic<TId> moduleId{0};
+    // The loaded code has probes (Instrumentation): a detach retransforms it back.
+    std::atomic<bool> probed{false};
 };
 
 // The class being loaded at ClassFileLoadHook, shared by the probe selectors of the
@@ -90,6 +92,11 @@ public:
     static MethodRecord *Method(TId id) { return methods_.Get(id); }
     static TId MethodCount() { return methods_.size(); }
     static ClassRecord *Class(TId id);
+    // The class's method ids, copied under the lock (the list grows as methods are seen).
+    static std::vector<TId> MethodsOf(const ClassRecord &cls) {
+        std::lock_guard lock(mutex_);
+        return cls.methods;
+    }
 
     // ClassFileLoadHook (through ClassLoad::Declare).
     static void Declare(ClassLoad &load, const ClassDecl &decl);
@@ -117,6 +124,10 @@ public:
                              std::vector<Martini::MPI::SStackEntry> &out);
     // ClassLoad and NewMethod for a class declared now.
     static void RaiseDeclared(TId classId);
+
+    // Detach: the heap and monitor filters' answers are the detached clients'; the next
+    // attach asks its own clients again. Marks no class as probed.
+    static void ForgetInterest();
 
     static TResult DescribeClass(TId id, core::ClassFacts &f);
     static TResult DescribeMethod(TId id, core::MethodFacts &f);

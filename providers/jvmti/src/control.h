@@ -1,10 +1,15 @@
-// External control of a running JVM: `martini control PID start|stop` writes a
-// command into the FIFO /tmp/martini-<pid>.ctl that the agent reads on a thread of its
-// own, and the agent raises EcStart / EcStop to the clients (cgprof pauses and
-// resumes on them). The FIFO exists only while a client observes EcStart or EcStop.
+// Control from outside (`martini control PID ...`, docs/control.md): the core's
+// ControlChannel reads the commands on a thread of its own, which this component makes
+// a JVM daemon thread ("Martini control") so that clients' data requests work from the
+// handlers of the events it raises. Detach is the agent's (agent.cpp): this component
+// forwards it there.
 #pragma once
 
+#include "martini/core/control.h"
+
+#include <functional>
 #include <string>
+#include <vector>
 
 namespace martini::core {
 class Core;
@@ -12,15 +17,12 @@ class Core;
 
 namespace martini::jvm {
 
-// The FIFO's path for a process.
-std::string ControlPath(long pid);
+using DetachFunction = std::function<std::string(core::Core &, std::vector<std::string> &)>;
 
-// Whether some client observes EcStart or EcStop: the control component is wanted.
-bool ControlWanted(const core::Core &core);
-
-// Creates the FIFO and starts the reader thread (detached). Returns "" or the error.
-std::string StartControl(core::Core &core);
-// Removes the FIFO (the reader thread ends with the process).
+// Creates /tmp/martini-<pid>.ctl and its reader for `core` (VMInit, or at attach);
+// `detach` carries out terminate/detach. Says why when it cannot, and the JVM runs on.
+void StartControl(core::Core &core, DetachFunction detach);
+// Removes the FIFO and ends the reader (VMDeath; after a detach it has ended itself).
 void StopControl();
 
 }  // namespace martini::jvm

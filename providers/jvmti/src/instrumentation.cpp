@@ -9,6 +9,7 @@
 #include "sampling.h"
 #include "martini/core/log.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +22,12 @@ void Instrumentation::Decide() {
     wanted_ = Calls::Wanted() || Allocations::Exact() || Interactions::Wanted();
     classes_ = wanted_ || Vm::Wants(EV_CLASS_LOAD) || Vm::Wants(EV_NEW_METHOD);
     if (const char *dump = std::getenv("MARTINI_DUMP_CLASSES")) dumpDir_ = dump;
+    if (const char *digests = std::getenv("MARTINI_BYTECODE_DIGESTS")) {
+        const std::string d = digests;
+        const std::size_t colon = d.rfind(':');
+        digestFile_ = colon == std::string::npos ? d : d.substr(0, colon);
+        digestPrefix_ = colon == std::string::npos ? "" : d.substr(colon + 1);
+    }
 }
 
 void Instrumentation::AddCapabilities(jvmtiCapabilities &caps) {
@@ -29,6 +36,7 @@ void Instrumentation::AddCapabilities(jvmtiCapabilities &caps) {
         caps.can_retransform_classes = 1;
         caps.can_retransform_any_class = 1;
     }
+    if (!digestFile_.empty()) caps.can_get_bytecodes = 1;
 }
 
 void Instrumentation::SetCallbacks(jvmtiEventCallbacks &callbacks) {
@@ -45,13 +53,15 @@ void Instrumentation::EnableEvents(const std::string &agentDir) {
     if (classes_ || Sampling::Wanted()) {
         jvmti->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_CLASS_PREPARE, nullptr);
     }
-    if (!wanted_) return;
+    if (!wanted_ || jarAdded_) return;  // attached again: the jar is on the path already
     const std::string jar = agentDir + "/martini-probes.jar";
     if (jvmti->AddToBootstrapClassLoaderSearch(jar.c_str()) != JVMTI_ERROR_NONE) {
         core::LogLine("cannot add " + jar + " to the bootstrap class path: no call-graph, exact allocation or "
                 "thread-interaction events");
         wanted_ = false;
+        return;
     }
+    jarAdded_ = true;
 }
 
 // ---- Class loading -----------------------------------------------------------------------
@@ -106,6 +116,7 @@ std::vector<std::uint8_t> Instrumentation::OnClassFile(JNIEnv *jni, jobject load
     if (load.allocProbe != 0 && redefined != nullptr) Allocations::BindClass(jni, load.allocProbe, redefined);
     if (result.changed) Dump(name, result.bytes);
     if (load.classId != 0) Modules::Assign(jni, loader, protectionDomain, name, *ClassRegistry::Class(load.classId));
+    if (load.classId != 0 && result.changed) ClassRegistry::Class(load.classId)->probed.store(true);
     if (load.newClass && redefined == nullptr) ClassRegistry::RaiseDeclared(load.classId);
     return result.changed ? std::move(result.bytes) : std::vector<std::uint8_t>{};
 }
@@ -162,7 +173,8 @@ void JNICALL Instrumentation::OnClassPrepare(jvmtiEnv *jvmti, JNIEnv *jni, jthre
 
 // ---- VMInit: wiring the probes --------------------------------------------------------------
 
-void Instrumentation::Start(JNIEnv *jni) {
+void Instrumentation::Start(JNIEnv *jni, bool attached) {
+    attached_ = attached;
     if (!wanted_) return;
     // The probes' natives, and every named module's readability of the bootstrap class
     // path's unnamed module (where martini.runtime.Probes lives), before any
@@ -188,7 +200,9 @@ void Instrumentation::Start(JNIEnv *jni) {
     Allocations::FindProbeMethods(jni, probes);
     ReadProbesModule(jni, probes);
     instrumenting_.store(true, std::memory_order_release);
+    WriteDigests(jni, "before");
     RetransformLoaded(jni, probes);
+    WriteDigests(jni, "probed");
 }
 
 namespace {
@@ -307,7 +321,9 @@ void Instrumentation::RetransformLoaded(JNIEnv *jni, jclass probes) {
         jvmti->RetransformClasses(static_cast<jint>(modifiable.size()), modifiable.data()) != JVMTI_ERROR_NONE) {
         for (jclass c : modifiable) jvmti->RetransformClasses(1, &c);  // one bad class, not all
     }
-    if (Calls::Wanted() && !modifiable.empty()) {
+    if (attached_) {
+        core::LogF("attached: %zu loaded classes retransformed for their probes", modifiable.size());
+    } else if (Calls::Wanted() && !modifiable.empty()) {
         // What cannot be seen is said: these classes ran before any probe could exist.
         core::LogF("%zu classes loaded during JVM start-up got their probes at VMInit; calls made in them "
                    "before then (the JVM's own start-up) are not counted",
@@ -317,6 +333,114 @@ void Instrumentation::RetransformLoaded(JNIEnv *jni, jclass probes) {
     // before ClassPrepare events came), so stacks name the same methods the probes do.
     for (jclass c : declared) Prepared(jni, c);
     jvmti->Deallocate(reinterpret_cast<unsigned char *>(classes));
+}
+
+std::vector<std::string> Instrumentation::RunningProbedMethods(JNIEnv *jni) {
+    std::vector<std::string> notes;
+    if (!Calls::Wanted() || !instrumenting_.load(std::memory_order_acquire)) return notes;
+    jvmtiEnv *jvmti = Vm::Jvmti();
+    jvmtiStackInfo *stacks = nullptr;
+    jint threads = 0;
+    if (jvmti->GetAllStackTraces(256, &stacks, &threads) != JVMTI_ERROR_NONE) return notes;
+    std::vector<std::string> names;
+    for (jint t = 0; t < threads; ++t) {
+        for (jint f = 0; f < stacks[t].frame_count; ++f) {
+            // The class as the hook declared it (its loader's key), and the method in it
+            // by name: the probes' ids.
+            const jmethodID jm = stacks[t].frame_buffer[f].method;
+            jclass klass = nullptr;
+            JvmtiString name(jvmti), desc(jvmti);
+            if (jvmti->GetMethodDeclaringClass(jm, &klass) != JVMTI_ERROR_NONE ||
+                jvmti->GetMethodName(jm, &name.p, &desc.p, nullptr) != JVMTI_ERROR_NONE) {
+                continue;
+            }
+            const ClassRecord *c = ClassRegistry::Class(ClassRegistry::ClassIdOf(jni, klass));
+            jni->DeleteLocalRef(klass);
+            if (c == nullptr || !c->probed.load()) continue;
+            bool probed = false;
+            for (const TId id : ClassRegistry::MethodsOf(*c)) {
+                const MethodRecord *m = ClassRegistry::Method(id);
+                if (m != nullptr && m->name == name.str() && m->descriptor == desc.str()) probed = Calls::Probed(id);
+            }
+            if (!probed) continue;
+            std::string shown = c->name + "." + name.str();
+            if (std::find(names.begin(), names.end(), shown) == names.end()) names.push_back(std::move(shown));
+        }
+    }
+    jvmti->Deallocate(reinterpret_cast<unsigned char *>(stacks));
+    if (names.empty()) return notes;
+    std::sort(names.begin(), names.end());
+    std::string list;
+    for (std::size_t i = 0; i < names.size() && i < 20; ++i) list += (i ? ", " : "") + names[i];
+    if (names.size() > 20) list += ", ... (" + std::to_string(names.size() - 20) + " more)";
+    notes.push_back(std::to_string(names.size()) + (names.size() == 1 ? " method was" : " methods were") +
+                    " already running when attached; the calls in progress then are not counted: " + list);
+    return notes;
+}
+
+Instrumentation::Restored Instrumentation::Restore(JNIEnv *jni) {
+    Restored r;
+    jvmtiEnv *jvmti = Vm::Jvmti();
+    jint loaded = 0;
+    jclass *classes = nullptr;
+    if (jvmti->GetLoadedClasses(&loaded, &classes) != JVMTI_ERROR_NONE) return r;
+    std::vector<jclass> probed;
+    for (jint i = 0; i < loaded; ++i) {
+        const ClassRecord *c = ClassRegistry::Class(ClassRegistry::ClassIdOf(jni, classes[i]));
+        if (c != nullptr && c->probed.load()) probed.push_back(classes[i]);
+    }
+    // The hook returns at once once the agent is dead: retransforming starts from the
+    // class's original bytes, and nothing is added to them.
+    if (!probed.empty() &&
+        jvmti->RetransformClasses(static_cast<jint>(probed.size()), probed.data()) != JVMTI_ERROR_NONE) {
+        for (jclass c : probed) {
+            if (jvmti->RetransformClasses(1, &c) != JVMTI_ERROR_NONE) ++r.failed;
+        }
+    }
+    r.classes = probed.size() - r.failed;
+    WriteDigests(jni, "restored");
+    jvmti->Deallocate(reinterpret_cast<unsigned char *>(classes));
+    instrumenting_.store(false, std::memory_order_release);
+    return r;
+}
+
+void Instrumentation::WriteDigests(JNIEnv *jni, const char *phase) {
+    if (digestFile_.empty()) return;
+    jvmtiEnv *jvmti = Vm::Jvmti();
+    jint loaded = 0;
+    jclass *classes = nullptr;
+    if (jvmti->GetLoadedClasses(&loaded, &classes) != JVMTI_ERROR_NONE) return;
+    std::vector<std::string> lines;
+    for (jint i = 0; i < loaded; ++i) {
+        JvmtiString sig(jvmti);
+        if (jvmti->GetClassSignature(classes[i], &sig.p, nullptr) != JVMTI_ERROR_NONE) continue;
+        const std::string internal = InternalFromSignature(sig.p);
+        if (internal.rfind(digestPrefix_, 0) != 0 || internal.rfind("martini/runtime/", 0) == 0) continue;
+        jint count = 0;
+        jmethodID *methods = nullptr;
+        if (jvmti->GetClassMethods(classes[i], &count, &methods) != JVMTI_ERROR_NONE) continue;
+        for (jint k = 0; k < count; ++k) {
+            JvmtiString name(jvmti), desc(jvmti);
+            jint length = 0;
+            unsigned char *code = nullptr;
+            if (jvmti->GetMethodName(methods[k], &name.p, &desc.p, nullptr) != JVMTI_ERROR_NONE) continue;
+            if (jvmti->GetBytecodes(methods[k], &length, &code) != JVMTI_ERROR_NONE) continue;
+            std::uint64_t h = 1469598103934665603ull;  // FNV-1a
+            for (jint b = 0; b < length; ++b) h = (h ^ code[b]) * 1099511628211ull;
+            jvmti->Deallocate(code);
+            char hex[17];
+            std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+            lines.push_back(std::string(phase) + " " + internal + "." + name.str() + desc.str() + " " + hex);
+        }
+        jvmti->Deallocate(reinterpret_cast<unsigned char *>(methods));
+    }
+    jvmti->Deallocate(reinterpret_cast<unsigned char *>(classes));
+    (void)jni;
+    std::sort(lines.begin(), lines.end());
+    if (FILE *f = std::fopen(digestFile_.c_str(), "a")) {
+        for (const std::string &l : lines) std::fprintf(f, "%s\n", l.c_str());
+        std::fclose(f);
+    }
 }
 
 void Instrumentation::PrintSummary() {

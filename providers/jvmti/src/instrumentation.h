@@ -15,6 +15,7 @@
 
 #include <span>
 #include <string>
+#include <vector>
 
 namespace martini::jvm {
 
@@ -38,13 +39,25 @@ public:
     // Switches the class hooks on, and puts martini-probes.jar (in `agentDir`) on the
     // bootstrap class path.
     static void EnableEvents(const std::string &agentDir);
-    // VMInit: the probes' natives and modules, then the classes loaded before.
-    static void Start(JNIEnv *jni);
+    // VMInit (or at once when `attached`): the probes' natives and modules, then the
+    // classes loaded before.
+    static void Start(JNIEnv *jni, bool attached = false);
     // VMDeath: one line when something was left alone or contained.
     static void PrintSummary();
     // VMDeath, before the clients' shutdown: one line when calls were not seen because
     // the call to the enter probe overflowed the stack (Probes.lostEnters).
     static void ReportLostEnters(JNIEnv *jni);
+
+    // Attached: the methods with call probes that were running on some thread when
+    // their class was retransformed (a running call keeps its old code, so its calls
+    // are not seen until it returns), as notes for the user; none when none.
+    static std::vector<std::string> RunningProbedMethods(JNIEnv *jni);
+    // Detach, once the probes are off (Vm::Dead): every class with probes is
+    // retransformed while the hook changes nothing, so it gets its original bytes.
+    struct Restored {
+        std::size_t classes = 0, failed = 0;
+    };
+    static Restored Restore(JNIEnv *jni);
 
 private:
     static void JNICALL OnClassFileLoadHook(jvmtiEnv *jvmti, JNIEnv *jni, jclass redefined, jobject loader,
@@ -66,6 +79,14 @@ private:
     // VMInit, for a class loaded before it: whether retransforming it would change it.
     static bool NeedsRewriting(JNIEnv *jni, jclass klass);
     static void RetransformLoaded(JNIEnv *jni, jclass probes);
+    // Test hook (MARTINI_BYTECODE_DIGESTS=FILE:CLASS-PREFIX): appends "PHASE METHOD
+    // DIGEST" for every method of the loaded classes whose name starts with the prefix,
+    // the digest taken over the bytecodes the JVM runs now (JVMTI GetBytecodes), so a
+    // test can tell instrumented code from the original.
+    static void WriteDigests(JNIEnv *jni, const char *phase);
+    static inline std::string digestFile_, digestPrefix_;
+    static inline bool jarAdded_ = false;
+    static inline bool attached_ = false;  // Start came at attach, not at VMInit  // the probes' jar, on the boot class path once
 
     static inline bool wanted_ = false;   // written in Agent_OnLoad
     static inline bool classes_ = false;  // the class hooks are on

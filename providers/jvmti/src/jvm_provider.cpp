@@ -31,7 +31,8 @@ bool JvmProvider::CanRaise(TEventType event) const noexcept {
         case EV_GC_START: case EV_GC_END: case EV_OBJECT_ALLOC: case EV_OBJECT_FREE:
         case EV_MONITOR_WAIT: case EV_MONITOR_WAITED: case EV_CONTENDED_MONITOR_ENTER:
         case EV_CONTENDED_MONITOR_ENTERED: case EV_JITTED_METHOD_LOADED: case EV_JITTED_METHOD_UNLOADED:
-        case EV_DYNAMIC_CODE_GENERATED: case EV_EC_SET_OUTPUT_DIRECTORY: case EV_EC_START: case EV_EC_STOP: case EV_THREAD_INTERACTION:
+        case EV_DYNAMIC_CODE_GENERATED: case EV_EC_SET_OUTPUT_DIRECTORY: case EV_EC_START: case EV_EC_STOP:
+        case EV_EC_CUSTOM_COMMAND: case EV_EC_ATTACH: case EV_EC_DETACH: case EV_THREAD_INTERACTION:
         case EV_MODULE_LOAD: case EV_SAMPLE_HIT:
             return true;
         default:

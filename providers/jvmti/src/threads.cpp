@@ -94,6 +94,16 @@ TId Threads::IdOfOsThread(pid_t tid) {
     return id;
 }
 
+void Threads::ForgetStacks() {
+    std::lock_guard lock(mutex_);
+    for (auto &[id, r] : threads_) {
+        if (!r.context) continue;
+        r.context->stack.clear();
+        r.context->waitRaised = false;
+        r.context->contendRaised = false;
+    }
+}
+
 TId Threads::IdOfThreadObject(jthread thread) {
     const TId tag = trackObjects_ ? Vm::TagOf(thread, false) : 0;
     if (tag == 0) return 0;

@@ -56,6 +56,10 @@ public:
     // thread's context adopts it when it is made.
     static TId IdOfOsThread(pid_t tid);
 
+    // Detach, once the probes are off: every shadow stack emptied (the frames they
+    // hold will not be left through a probe any more).
+    static void ForgetStacks();
+
     static TResult Describe(TId id, BitSet requested, unsigned maxFrames, core::ThreadFacts &f);
     static TResult List(std::vector<TId> &out);
     static TResult CurrentThread(TId &id);

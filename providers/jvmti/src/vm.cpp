@@ -11,7 +11,24 @@ JNIEnv *Vm::Jni() {
     return jni;
 }
 
-bool Vm::AddCapabilities() {
+bool Vm::AddCapabilities(bool live) {
+    if (live) {
+        // Attached: some capabilities exist only in the OnLoad phase (HotSpot offers
+        // most in the live phase). Ask for what is offered, and say what is not.
+        jvmtiCapabilities potential{};
+        if (jvmti_->GetPotentialCapabilities(&potential) == JVMTI_ERROR_NONE) {
+            const auto *want = reinterpret_cast<const unsigned char *>(&caps_);
+            const auto *can = reinterpret_cast<const unsigned char *>(&potential);
+            bool missing = false;
+            for (std::size_t i = 0; i < sizeof caps_; ++i) missing = missing || (want[i] & ~can[i]) != 0;
+            if (missing) {
+                core::LogLine("attached: this JVM does not offer every capability in its live phase; "
+                              "some events will be missing");
+                auto *mine = reinterpret_cast<unsigned char *>(&caps_);
+                for (std::size_t i = 0; i < sizeof caps_; ++i) mine[i] &= can[i];
+            }
+        }
+    }
     if (jvmti_->AddCapabilities(&caps_) == JVMTI_ERROR_NONE) return true;
     core::LogLine("the JVM refused some capabilities; some events will be missing");
     return false;

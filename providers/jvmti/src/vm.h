@@ -23,10 +23,13 @@ using namespace Martini::MPI;  // private headers: MPI's names are the provider'
 
 class Vm {
 public:
-    // Agent_OnLoad, first.
+    // Agent_OnLoad or Agent_OnAttach, first; again at each attach after a detach, with
+    // the new environment (no capability yet; the probes live again).
     static void Init(JavaVM *vm, jvmtiEnv *jvmti) {
         vm_ = vm;
         jvmti_ = jvmti;
+        caps_ = jvmtiCapabilities{};
+        dead_.store(false, std::memory_order_release);
     }
     static void AttachCore(core::Core *core) { core_ = core; }
 
@@ -39,9 +42,10 @@ public:
     static JNIEnv *Jni();
 
     // Agent_OnLoad: each component sets the capabilities it needs in this block, then
-    // AddCapabilities asks the JVM for them all at once.
+    // AddCapabilities asks the JVM for them all at once. `live` (attached): only those
+    // the JVM still offers in its live phase are asked for; the others are named.
     static jvmtiCapabilities &Capabilities() { return caps_; }
-    static bool AddCapabilities();
+    static bool AddCapabilities(bool live = false);
 
     // OnEventDemandChanged: switches the JVMTI event behind an MPI event, from a
     // component's table of the events it owns; false when `event` is none of them.

@@ -184,6 +184,8 @@ public:
 
     // ---- Introspection ---------------------------------------------------------
     Martini::MPI::IMpi &Mpi() noexcept;
+    // The provider this core was made with (control commands resolve threads with it).
+    Provider &Runtime() noexcept;
     Diagnostics GetDiagnostics() const noexcept;
     unsigned ClientCount() const noexcept;
     std::string ClientName(TId clientId) const;

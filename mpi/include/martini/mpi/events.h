@@ -309,6 +309,17 @@ struct SEcCustomCommandEventData {
     const char *szCommandData = nullptr;  // may be empty, never NULL when valid
 };
 
+// The EcCustomCommand ids Martini raises itself, for the collector API's experiment
+// controls that have no MPI event of their own (docs/control.md). Commands passed
+// through from `martini control PID custom ID DATA` have ids from CC_USER up.
+enum EControlCommand : unsigned int {
+    CC_SAMPLE = 1,         // a named sample point: write what you have so far, labelled
+                           // szCommandData, and go on collecting
+    CC_THREAD_PAUSE = 2,   // szCommandData: a thread id (decimal); record nothing of it
+    CC_THREAD_RESUME = 3,  // szCommandData: a thread id (decimal); record it again
+    CC_USER = 256,         // the first id of commands for clients' own use
+};
+
 struct SSampleHitEventData {
     BitSet validData = DR_NONE;
     TId threadId = 0;

@@ -97,6 +97,19 @@ MARTINI_INTERP_API martini_status martini_interp_create(const martini_config *co
  * MARTINI_E_PHASE; data requests are refused. Calling it twice is harmless. */
 MARTINI_INTERP_API martini_status martini_interp_shutdown(martini_interp *interp);
 
+/* Experiment control from inside the interpreter, as `martini control PID ...` gives
+ * it from outside (docs/control.md): `command` is the command's words separated by
+ * single spaces, "custom ID DATA" taking the rest of the line as DATA:
+ *   "pause", "resume", "pause-thread ID|NAME", "resume-thread ID|NAME",
+ *   "sample NAME", "output DIR", "custom ID DATA", "terminate".
+ * Each raises its MPI external-control event to the clients before returning (pause:
+ * EcStop, sample: EcCustomCommand 1, ...). After "terminate" the clients have written
+ * their outputs; the interpreter's later calls are accepted and reach no client.
+ * MARTINI_E_ARGUMENT for an unknown command or a bad argument (the message says
+ * which), MARTINI_E_PHASE after martini_interp_shutdown. Any thread, not from inside
+ * a client's handler. */
+MARTINI_INTERP_API martini_status martini_control(martini_interp *interp, const char *command);
+
 /* Shuts down if not done yet, then frees everything. NULL is ignored. */
 MARTINI_INTERP_API void martini_interp_destroy(martini_interp *interp);
 
