@@ -204,23 +204,6 @@ TResult Heap::DescribeObject(TId id, BitSet requested, core::ObjectFacts &f) {
     return MRTE_RESULT_OK;
 }
 
-void Heap::Worker() {
-    MonoThread *self = Threads::AttachOwnThread();
-    std::unique_lock lock(gcMutex_);
-    while (!stop_) {
-        gcCv_.wait(lock, [] { return stop_ || gcRequested_ > gcDone_; });
-        if (stop_) break;
-        const std::uint64_t target = gcRequested_;
-        lock.unlock();
-        mono_gc_collect(mono_gc_max_generation());  // GcStart/GcEnd raised on this thread
-        lock.lock();
-        gcDone_ = target;
-        gcCv_.notify_all();
-    }
-    lock.unlock();
-    Threads::DetachOwnThread(self);
-}
-
 TResult Heap::RunGc() {
     if (!Vm::Live()) return MRTE_ERROR_FAIL;
     ThreadContext *ctx = tContext;
@@ -229,26 +212,16 @@ TResult Heap::RunGc() {
         mono_gc_collect(mono_gc_max_generation());
         return MRTE_RESULT_OK;
     }
-    // A thread Mono does not know: the worker, attached to the runtime, collects.
-    std::unique_lock lock(gcMutex_);
-    if (stop_) return MRTE_ERROR_FAIL;
-    if (!workerStarted_) {
-        worker_ = std::thread(Worker);
-        workerStarted_ = true;
-    }
-    const std::uint64_t mine = ++gcRequested_;
-    gcCv_.notify_all();
-    gcCv_.wait(lock, [mine] { return stop_ || gcDone_ >= mine; });
-    return gcDone_ >= mine ? MRTE_RESULT_OK : MRTE_ERROR_FAIL;
-}
-
-void Heap::Stop() {
-    {
-        std::lock_guard lock(gcMutex_);
-        stop_ = true;
-        gcCv_.notify_all();
-    }
-    if (worker_.joinable()) worker_.join();
+    // A thread Mono does not know (calling into Mono from it aborts the process): a
+    // thread of the provider's, attached to the runtime for the collection only (Mono
+    // waits at exit for attached threads) and hidden from clients, collects.
+    std::lock_guard lock(gcMutex_);
+    std::thread([] {
+        MonoThread *self = Threads::AttachOwnThread();
+        mono_gc_collect(mono_gc_max_generation());  // GcStart/GcEnd raised on this thread
+        Threads::DetachOwnThread(self);
+    }).join();
+    return MRTE_RESULT_OK;
 }
 
 }  // namespace martini::mono

@@ -11,7 +11,7 @@
 // beforehand, and the events are raised once the world runs again, on the thread
 // that ran the collection (POST_START_WORLD_UNLOCKED).
 //
-// Locks: gcMutex_ guards the GC worker (RunGc from a thread Mono does not know).
+// Locks: gcMutex_ serializes RunGc from threads Mono does not know.
 // The move buffer is written only between a GC's stop and restart of the world (one
 // GC at a time) and read after it, on the same thread.
 #pragma once
@@ -32,7 +32,6 @@ public:
     // Init: allocations must be switched on in the init function or never.
     static void Decide();
     static void SetCallbacks(MonoProfilerHandle h);
-    static void Stop();  // VmShutdown: the GC worker ends
 
     static TResult DescribeObject(TId id, BitSet requested, core::ObjectFacts &f);
     static TResult RunGc();
@@ -42,7 +41,6 @@ private:
     static void OnGcEvent(MonoProfiler *, MonoProfilerGCEvent event, uint32_t generation, mono_bool serial);
     static void OnMoves(MonoProfiler *, MonoObject *const *objects, uint64_t count);
     static void RaiseGc();
-    static void Worker();
     static void FillObject(MonoObject *object, BitSet wanted, core::ObjectFacts &f);
 
     static inline bool allocWanted_ = false, gcWanted_ = false, movesWanted_ = false;
@@ -54,13 +52,8 @@ private:
     static inline std::uint64_t movesLost_ = 0;
     static inline std::uint64_t movesNeeded_ = 0;
 
-    // The GC worker: an attached, hidden runtime thread that runs collections asked for
-    // by threads Mono does not know (calling into Mono from those aborts the process).
+    // One collection at a time for threads Mono does not know (RunGc).
     static inline std::mutex gcMutex_;
-    static inline std::condition_variable gcCv_;
-    static inline std::thread worker_;
-    static inline bool workerStarted_ = false, stop_ = false;
-    static inline std::uint64_t gcRequested_ = 0, gcDone_ = 0;
 };
 
 }  // namespace martini::mono

@@ -69,7 +69,6 @@ void ShutDown(bool normalPath) {
     // gets thread_stopped) close as exceptional exits, and their threads end.
     Threads::EndAll(normalPath);
     Calls::SetLive(false);
-    Heap::Stop();
     Vm::Core().Shutdown();  // delivery stops for every client at once, then VmShutdown
     Vm::SetDead();
     if (Calls::Wanted() && Calls::AotMethodsUninstrumented() != 0) {

@@ -140,7 +140,8 @@ void Sampling::DrainAll() {
 }
 
 void Sampling::Loop() {
-    Threads::AttachOwnThread();  // Mono's data (method names, debug info) needs an attached thread
+    // Not attached to the runtime: Mono waits at exit for every attached thread, and
+    // what this thread calls (metadata names, debug info) needs no attachment.
     while (!stop_.load(std::memory_order_acquire)) {
         timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
@@ -153,8 +154,6 @@ void Sampling::Loop() {
         if (stop_.load(std::memory_order_acquire)) break;
         DrainAll();
     }
-    // Not detached from the runtime: at Environment.Exit this thread may be suspended
-    // by Mono; the process ends with it.
 }
 
 void Sampling::Start() {

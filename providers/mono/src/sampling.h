@@ -2,8 +2,8 @@
 // thread at the sampling frequency and calls sample_hit in that thread's signal
 // handler; there the sampled thread's managed stack is walked with Mono's
 // async-signal-safe walker into a lock-free bounded queue (atomics only: no lock, no
-// allocation, no runtime call other than the walk). A provider thread (attached to the
-// runtime, hidden from clients) takes the samples out, resolves their methods and
+// allocation, no runtime call other than the walk). A provider thread (not attached to
+// the runtime: Mono would wait for it at exit) takes the samples out, resolves their methods and
 // raises SampleHit: clients' handlers never run in a signal handler, and SampleHit
 // comes on that thread, not the sampled one (DR_THREAD_ID names the sampled one).
 //

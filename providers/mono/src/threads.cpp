@@ -104,6 +104,11 @@ void Threads::OnStopped(MonoProfiler *, uintptr_t) {
     // finds it ended); its stack memory goes.
     ThreadContext *ctx = tContext;
     if (ctx == nullptr) return;
+    if (ctx->hidden) {
+        // The provider's own thread detaching: it may attach again.
+        tContext = nullptr;
+        return;
+    }
     End(*ctx);
 }
 

@@ -21,15 +21,17 @@ void Vm::RaiseOrQueue(std::function<void()> raise) {
 }
 
 void Vm::GoLive() {
-    std::vector<std::function<void()>> queued;
-    {
-        std::lock_guard lock(queueMutex_);
-        queued.swap(queue_);
-        // Events queued by other threads while these are replayed would overtake them;
-        // the replay happens under the lock for that reason (it raises only events).
-        for (auto &raise : queued) raise();
-        phase_.store(Phase::kLive, std::memory_order_release);
+    // Under the lock (recursive): another thread's event waits until the queue is
+    // delivered, and an event raised while replaying (a handler's data request that
+    // makes a method known) joins the end of the queue on this thread.
+    std::lock_guard lock(queueMutex_);
+    for (std::size_t i = 0; i < queue_.size(); ++i) {
+        const std::function<void()> raise = std::move(queue_[i]);
+        raise();
     }
+    queue_.clear();
+    queue_.shrink_to_fit();
+    phase_.store(Phase::kLive, std::memory_order_release);
 }
 
 }  // namespace martini::mono

@@ -67,7 +67,7 @@ private:
     static inline MonoProfilerHandle handle_ = nullptr;
     static inline core::Core *core_ = nullptr;
     static inline std::atomic<Phase> phase_{Phase::kStarting};
-    static inline std::mutex queueMutex_;
+    static inline std::recursive_mutex queueMutex_;
     static inline std::vector<std::function<void()>> queue_;
 };
 
