@@ -76,6 +76,11 @@ void ShutDown(bool normalPath) {
                    "call graph is missing them (run mono with -O=-aot; `martini run` does unless --keep-aot)",
                    static_cast<unsigned long long>(Calls::AotMethodsUninstrumented()));
     }
+    if (const char *v = std::getenv("MARTINI_MONO_VERBOSE"); v != nullptr && *v != '\0' && *v != '0') {
+        core::LogF("%llu methods instrumented for calls; %llu leaves without an enter dropped",
+                   static_cast<unsigned long long>(Calls::InstrumentedMethods()),
+                   static_cast<unsigned long long>(Calls::UnmatchedLeaves()));
+    }
     if (Threads::FramesLeftOpen() != 0) {
         core::LogF("%llu frames of threads still running at exit were left open (not reported as left)",
                    static_cast<unsigned long long>(Threads::FramesLeftOpen()));
