@@ -83,6 +83,12 @@ void Heap::OnAllocation(MonoProfiler *, MonoObject *object) {
     // calling into the runtime) are not the program's.
     if (core::tThreadState.handlerDepth != 0) return;
     const BitSet wanted = Vm::Core().RequestedData(EV_OBJECT_ALLOC);
+    const unsigned interval = interval_.load(std::memory_order_relaxed);
+    if (interval != 0) {
+        ctx->allocatedBytes += mono_object_get_size(object);
+        if (ctx->allocatedBytes < interval) return;
+        ctx->allocatedBytes %= interval;
+    }
     core::ObjectFacts f;
     FillObject(object, wanted, f);
     const TId classId = f.classId;

@@ -35,6 +35,13 @@ public:
 
     static TResult DescribeObject(TId id, BitSet requested, core::ObjectFacts &f);
     static TResult RunGc();
+    // Mono reports every allocation; an interval is emulated here with a byte count
+    // per thread: one allocation is raised each time the thread's allocations since
+    // the last one reach it (0: every allocation).
+    static TResult SetSampling(unsigned bytes) {
+        interval_.store(bytes, std::memory_order_relaxed);
+        return MRTE_RESULT_OK;
+    }
 
 private:
     static void OnAllocation(MonoProfiler *, MonoObject *object);
@@ -43,6 +50,7 @@ private:
     static void RaiseGc();
     static void FillObject(MonoObject *object, BitSet wanted, core::ObjectFacts &f);
 
+    static inline std::atomic<unsigned> interval_{0};
     static inline bool allocWanted_ = false, gcWanted_ = false, movesWanted_ = false;
     // One collection's facts, written with the world stopped.
     static inline std::uint64_t gcStartNs_ = 0, gcEndNs_ = 0;

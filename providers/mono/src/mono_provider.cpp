@@ -65,6 +65,13 @@ TResult MonoProvider::DescribeCompiledCode(UIOP address, BitSet, core::CompiledM
     return CompiledCode::Describe(address, f);
 }
 TResult MonoProvider::CurrentThread(TId &id) noexcept { return Threads::CurrentThread(id); }
-TResult MonoProvider::RunGc() noexcept { return Heap::RunGc(); }
+TResult MonoProvider::RunGc() noexcept {
+    try {
+        return Heap::RunGc();
+    } catch (...) {
+        return MRTE_ERROR_FAIL;  // no thread could be started
+    }
+}
+TResult MonoProvider::SetAllocationSampling(unsigned bytes) noexcept { return Heap::SetSampling(bytes); }
 
 }  // namespace martini::mono

@@ -20,8 +20,7 @@ public:
     TResult DescribeCompiledCode(Martini::MPI::UIOP, BitSet, core::CompiledMethodFacts &) noexcept override;
     TResult CurrentThread(TId &) noexcept override;
     TResult RunGc() noexcept override;
-    // Every allocation is reported (Mono has no allocation sampling): any interval
-    // asked for is answered with "not supported", and clients get every object.
+    TResult SetAllocationSampling(unsigned bytes) noexcept override;
 };
 
 }  // namespace martini::mono

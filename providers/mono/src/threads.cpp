@@ -42,11 +42,31 @@ ThreadContext *Threads::Make(uintptr_t tid, bool hidden) {
     return r.context.get();
 }
 
+ThreadContext *Threads::Pending() {
+    const auto self = static_cast<uintptr_t>(pthread_self());
+    std::lock_guard lock(mutex_);
+    const auto it = liveByTid_.find(self);
+    if (it == liveByTid_.end()) return nullptr;
+    ThreadContext *ctx = threads_[it->second].context.get();
+    return ctx != nullptr && !ctx->started && !ctx->hidden ? ctx : nullptr;
+}
+
+void Threads::Publish(ThreadContext *ctx) {
+    tContext = ctx;
+    ctx->started = true;
+    RaiseStart(ctx->id);
+}
+
 ThreadContext *Threads::Adopt() {
+    // The thread's first event: its ThreadStart goes first. A thread Mono raised no
+    // thread_started for (it ran before the module's callbacks were set) gets one now.
+    if (ThreadContext *pending = Pending()) {
+        Publish(pending);
+        return pending;
+    }
     if (Vm::Dead()) return nullptr;
     ThreadContext *ctx = Make(static_cast<uintptr_t>(pthread_self()), false);
-    tContext = ctx;
-    RaiseStart(ctx->id);
+    Publish(ctx);
     return ctx;
 }
 
@@ -67,12 +87,13 @@ void Threads::RaiseStart(TId id) {
 }
 
 void Threads::OnStarted(MonoProfiler *, uintptr_t tid) {
-    // Raised on the new thread itself (threads.c), also for threads that attach.
-    if (tContext != nullptr) return;
+    // Raised on the new thread itself (threads.c), also for threads that attach. Its
+    // ThreadStart waits for the name Mono raises next when the program named the
+    // thread before starting it, or for the thread's first event.
+    if (tContext != nullptr || Pending() != nullptr) return;
     const bool hidden = tAttachingOwn;
     ThreadContext *ctx = Make(tid, hidden);
-    tContext = ctx;
-    if (!hidden) RaiseStart(ctx->id);
+    if (hidden) tContext = ctx;
 }
 
 void Threads::End(ThreadContext &ctx) {
@@ -103,7 +124,11 @@ void Threads::OnStopped(MonoProfiler *, uintptr_t) {
     // On the exiting thread itself. The context stays (a late callback on this thread
     // finds it ended); its stack memory goes.
     ThreadContext *ctx = tContext;
-    if (ctx == nullptr) return;
+    if (ctx == nullptr) {
+        ctx = Pending();  // a thread with no event at all: its ThreadStart, then its end
+        if (ctx == nullptr) return;
+        Publish(ctx);
+    }
     if (ctx->hidden) {
         // The provider's own thread detaching: it may attach again.
         tContext = nullptr;
@@ -113,10 +138,16 @@ void Threads::OnStopped(MonoProfiler *, uintptr_t) {
 }
 
 void Threads::OnName(MonoProfiler *, uintptr_t tid, const char *name) {
-    std::lock_guard lock(mutex_);
-    const auto it = liveByTid_.find(tid);
-    if (it == liveByTid_.end()) return;
-    threads_[it->second].name = name != nullptr ? name : "";
+    {
+        std::lock_guard lock(mutex_);
+        const auto it = liveByTid_.find(tid);
+        if (it == liveByTid_.end()) return;
+        threads_[it->second].name = name != nullptr ? name : "";
+    }
+    // Named on the thread itself before its first event: ThreadStart, with the name.
+    if (tid == static_cast<uintptr_t>(pthread_self()) && tContext == nullptr) {
+        if (ThreadContext *pending = Pending()) Publish(pending);
+    }
 }
 
 std::string Threads::NameOf(TId id) {
@@ -131,6 +162,7 @@ MonoThread *Threads::AttachOwnThread() {
     tAttachingOwn = false;
     if (tContext == nullptr) tContext = Make(static_cast<uintptr_t>(pthread_self()), true);
     tContext->hidden = true;
+    tContext->started = true;
     return t;
 }
 
@@ -146,7 +178,12 @@ void Threads::EndAll(bool othersToo) {
             if (r.alive && r.context && !r.context->ended && !r.context->hidden) contexts.push_back(r.context.get());
         }
     }
+    std::sort(contexts.begin(), contexts.end(), [](auto *a, auto *b) { return a->id < b->id; });
     for (ThreadContext *ctx : contexts) {
+        if (!ctx->started) {
+            ctx->started = true;
+            RaiseStart(ctx->id);
+        }
         if (ctx == tContext || othersToo) {
             End(*ctx);
         } else {

@@ -31,11 +31,14 @@ struct ThreadContext {
     Frame *frames = nullptr;  // the shadow stack, innermost last
     std::uint32_t depth = 0;
     std::uint32_t capacity = 0;
+    std::uint64_t allocatedBytes = 0;  // since the last sampled allocation (Heap)
     bool hidden = false;  // the provider's own thread: no events
+    bool started = false;  // ThreadStart raised (or queued)
     bool ended = false;
 };
 
-// The calling thread's context. Initial-exec: one TLS load on the call path; a module
+// The calling thread's context, set at the thread's first event or name (so that a
+// name given before Thread.Start is in its ThreadStart). Initial-exec: one TLS load on the call path; a module
 // Mono loads with dlopen has ~1.5 KiB of static TLS, so only this pointer lives there.
 extern constinit thread_local ThreadContext *tContext __attribute__((tls_model("initial-exec")));
 
@@ -67,7 +70,7 @@ public:
     // The thread's name as known now ("" when none).
     static std::string NameOf(TId id);
     static TId IdOfCurrent() {
-        const ThreadContext *c = tContext;
+        const ThreadContext *c = Current();
         return c != nullptr && !c->hidden ? c->id : 0;
     }
 
@@ -80,6 +83,10 @@ private:
         std::unique_ptr<ThreadContext> context;
     };
     static ThreadContext *Make(uintptr_t tid, bool hidden);
+    // The context made at thread_started for the calling thread whose ThreadStart is
+    // still pending (null when none).
+    static ThreadContext *Pending();
+    static void Publish(ThreadContext *ctx);  // becomes tContext; ThreadStart raised
     static void RaiseStart(TId id);
     static void End(ThreadContext &ctx);
     static void OnStarted(MonoProfiler *, uintptr_t tid);
