@@ -50,7 +50,7 @@ void Heap::Decide() {
         core::LogLine("Mono refused to report allocations; ObjectAlloc will not be raised");
         allocWanted_ = false;
     }
-    if (movesWanted_) moves_.resize(1 << 16);
+    if (movesWanted_) moves_.resize(std::size_t{1} << 18);  // a 4 MiB nursery of 16-byte objects
 }
 
 void Heap::SetCallbacks(MonoProfilerHandle h) {
@@ -186,7 +186,7 @@ void Heap::RaiseGc() {
         Vm::Core().Raise<IGcMovedReferencesEventObserver>(m);
         if (movesNeeded_ > moves_.size()) {
             // Room for the next collection of this size, reserved now that the world runs.
-            core::LogF("martini: %llu moved references of this collection did not fit and were not reported; "
+            core::LogF("%llu moved references of this collection did not fit and were not reported; "
                        "the buffer grows for the next", static_cast<unsigned long long>(movesNeeded_ - moves_.size()));
             moves_.resize(static_cast<std::size_t>(movesNeeded_) * 2);
         }
@@ -211,7 +211,7 @@ TResult Heap::DescribeObject(TId id, BitSet requested, core::ObjectFacts &f) {
 }
 
 TResult Heap::RunGc() {
-    if (!Vm::Live()) return MRTE_ERROR_FAIL;
+    if (!Vm::RuntimeReady() || Vm::Dead()) return MRTE_ERROR_FAIL;
     ThreadContext *ctx = tContext;
     if (ctx != nullptr && !ctx->ended) {
         // A runtime thread (an event handler, a thread of the program): directly.

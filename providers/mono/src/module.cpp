@@ -37,6 +37,7 @@ std::string gOutputDirectory;  // from the configuration; raised at VmInit
 std::atomic<bool> gShutDown{false};
 
 void OnRuntimeInitialized(MonoProfiler *) {
+    Vm::SetRuntimeReady();
     core::Core &core = Vm::Core();
     core.SetLive(true);
     if (!gOutputDirectory.empty() && core.HasObservers(EV_EC_SET_OUTPUT_DIRECTORY)) {

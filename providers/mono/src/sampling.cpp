@@ -168,7 +168,7 @@ void Sampling::Stop() {
     sem_post(&gReady);
     DrainAll();  // here, on the shutting-down thread: the delivery thread may be suspended
     if (dropped_.load() != 0) {
-        core::LogF("martini: %llu samples were dropped (the sample queue was full)",
+        core::LogF("%llu samples were dropped (the sample queue was full)",
                    static_cast<unsigned long long>(dropped_.load()));
     }
 }

@@ -54,6 +54,10 @@ public:
     static bool Live() { return CurrentPhase() == Phase::kLive; }
     static bool Dead() { return CurrentPhase() == Phase::kDead; }
     static void SetDead() { phase_.store(Phase::kDead, std::memory_order_release); }
+    // From runtime_initialized on (before VmInit reaches the clients): the runtime
+    // takes requests that run its code (a GC, a thread attach).
+    static bool RuntimeReady() { return runtimeReady_.load(std::memory_order_acquire); }
+    static void SetRuntimeReady() { runtimeReady_.store(true, std::memory_order_release); }
 
     // An event Mono raised: delivered now when live, queued when it came before VmInit
     // (replayed in order right after VmInit), dropped after VmShutdown. `raise` runs on
@@ -67,6 +71,7 @@ private:
     static inline MonoProfilerHandle handle_ = nullptr;
     static inline core::Core *core_ = nullptr;
     static inline std::atomic<Phase> phase_{Phase::kStarting};
+    static inline std::atomic<bool> runtimeReady_{false};
     static inline std::recursive_mutex queueMutex_;
     static inline std::vector<std::function<void()>> queue_;
 };

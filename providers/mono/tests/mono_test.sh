@@ -5,9 +5,13 @@
 # conformance kit, a filtered-out method not instrumented, two clients with different
 # filters in one process, Environment.Exit and an unhandled exception (frames closed,
 # outputs written), bad configurations, a client that throws, the AOT message.
-# usage: mono_test.sh MODULE_DIR BUILD_ROOT TEST_EXE_DIR THROWING_CLIENT
+# Then the other events and data requests (events_client.cpp on Work.cs): SampleHit with
+# stacks, GcStart/GcEnd paired, moved references, every allocation of a class, contended
+# monitors, RunGC from a thread Mono does not know, the shadow-stack call stack inside
+# MethodEnter with a short and a long enough buffer.
+# usage: mono_test.sh MODULE_DIR BUILD_ROOT TEST_EXE_DIR THROWING_CLIENT EVENTS_CLIENT
 set -uo pipefail
-moddir=$1 build=$2 exes=$3 throwing=$4
+moddir=$1 build=$2 exes=$3 throwing=$4 events=$5
 callcount=$build/clients/callcount/libcallcount.so
 conformance=$build/clients/conformance/libconformance.so
 work=$(mktemp -d)
@@ -78,6 +82,27 @@ bad "no client" "no client given" ""
 bad "unreadable file" "nosuch.json" "@$work/nosuch.json"
 bad "client that throws" "throwing" "$throwing"
 bad "AOT message" "ran as AOT-compiled code" "callcount=include=System.Collections.Generic.List,out=$work/list.txt"
+
+# --- other events, data requests ---------------------------------------------------------
+mono --debug --profile="martini:$events" "$exes/Work.exe" >"$work/work.out" 2>"$work/work.err" ||
+  fail "Work.exe under the events client"
+fact() { sed -n "s/^events: $1 //p" "$work/work.err"; }
+read -r samples _ spin <<<"$(fact samples)"
+[ "${samples:-0}" -gt 0 ] && [ "${spin:-0}" -ge 10 ] && ok ||
+  fail "SampleHit: $samples samples, $spin in Spin (a 400 ms busy loop)"
+read -r starts ends _ unpaired <<<"$(fact gc)"
+[ "${starts:-0}" -ge 2 ] && [ "$starts" = "$ends" ] && [ "$unpaired" = 0 ] && ok ||
+  fail "GcStart/GcEnd: $starts starts, $ends ends, $unpaired out of order"
+[ "$(fact moved)" -gt 0 ] 2>/dev/null && ok || fail "GcMovedReferences: $(fact moved)"
+[ "$(fact nodes)" = 100000 ] && ok || fail "ObjectAlloc: $(fact nodes) Work.Node objects, the program made 100000"
+read -r contended _ entered <<<"$(fact contended)"
+[ "${contended:-0}" -ge 1 ] && [ "$contended" = "$entered" ] && ok ||
+  fail "contended monitors: $contended enter, $entered entered"
+[ "$(fact rungc)" = MRTE_RESULT_OK ] && ok || fail "RunGC from a thread Mono does not know: $(fact rungc)"
+[ "$(fact stack)" = "Work.Program.Leaf<Work.Program.Middle<Work.Program.Main" ] && ok ||
+  fail "call stack inside MethodEnter: $(fact stack)"
+[ "$(fact short)" = "MRTE_ERROR_BUFFER_TOO_SHORT 3" ] && ok || fail "call stack into 2 entries: $(fact short)"
+grep -v "^events: " "$work/work.err" | grep . && fail "unexpected messages from Work.exe"
 
 echo "$passed passed, $failed failed"
 [ $failed = 0 ]
