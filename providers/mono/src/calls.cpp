@@ -136,21 +136,25 @@ void Calls::OnEnter(MonoProfiler *, MonoMethod *m, MonoProfilerCallContext *) no
     if (__builtin_expect(ctx->depth == ctx->capacity, 0)) Grow(*ctx);
     ctx->frames[ctx->depth++] = Frame{m, interest};
     if (interest == 0) return;
+    // Only the items some observer asked for: when every observer asked for the same,
+    // the core delivers through its plain loop.
+    const BitSet wanted = Vm::Core().RequestedData(EV_METHOD_ENTER);
     SMethodEnterEventData d;
     d.methodId = Metadata::IdOf(m);
     d.threadId = ctx->id;
-    d.validData = DR_METHOD_ID | DR_THREAD_ID;
-    FillTimes(d, Vm::Core().RequestedData(EV_METHOD_ENTER));
+    d.validData = (DR_METHOD_ID | DR_THREAD_ID) & wanted;
+    FillTimes(d, wanted);
     Vm::Core().Raise<IMethodEnterEventObserver>(d, interest);
 }
 
 void Calls::RaiseLeave(const ThreadContext &ctx, const Frame &f, bool exceptional) noexcept {
+    const BitSet wanted = Vm::Core().RequestedData(EV_METHOD_LEAVE);
     SMethodLeaveEventData d;
     d.methodId = Metadata::IdOf(f.method);
     d.threadId = ctx.id;
-    d.validData = DR_METHOD_ID | DR_THREAD_ID;
+    d.validData = (DR_METHOD_ID | DR_THREAD_ID) & wanted;
     d.bIsExceptionExit = exceptional;
-    FillTimes(d, Vm::Core().RequestedData(EV_METHOD_LEAVE));
+    FillTimes(d, wanted);
     Vm::Core().Raise<IMethodLeaveEventObserver>(d, f.interest);
 }
 
