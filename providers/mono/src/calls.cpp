@@ -1,6 +1,7 @@
 #include "calls.h"
 
 #include "metadata.h"
+#include "monitors.h"
 
 #include <cstdlib>
 
@@ -27,7 +28,8 @@ constexpr auto kInstrumentAll = static_cast<MonoProfilerCallInstrumentationFlags
 }  // namespace
 
 void Calls::SetCallbacks(MonoProfilerHandle h) {
-    if (!wanted_) return;
+    // Also for the runtime wrappers Monitors instruments (waits, thread interactions).
+    if (!wanted_ && !Monitors::ContextsWanted()) return;
     table_ = static_cast<Slot *>(std::calloc(kSlots, sizeof(Slot)));
     mono_profiler_set_call_instrumentation_filter_callback(h, Filter);
     mono_profiler_set_method_enter_callback(h, OnEnter);
@@ -81,8 +83,13 @@ MonoProfilerCallInstrumentationFlags Calls::Filter(MonoProfiler *, MonoMethod *m
     // answer. Runs with the JIT's locks held: no managed code.
     if (Vm::Dead()) return MONO_PROFILER_CALL_INSTRUMENTATION_NONE;
     ClientMask interest = 0;
-    if (Lookup(m, interest)) return interest != 0 ? kInstrumentAll : MONO_PROFILER_CALL_INSTRUMENTATION_NONE;
+    if (Lookup(m, interest)) {
+        return static_cast<MonoProfilerCallInstrumentationFlags>((interest != 0 ? kInstrumentAll : 0) |
+                                                                 Monitors::FlagsOf(m));
+    }
     const MethodInfo *info = Metadata::Method(m);
+    const int wrapperFlags = Monitors::ContextsWanted() && !info->wrapper
+                                 ? Monitors::WrapperFlags(m, info->className, info->name) : 0;
     // Runtime wrappers (runtime-invoke, delegate-invoke, ...) are Mono's, not the
     // program's; managed-to-native wrappers stand for the native method and are kept.
     if (!info->wrapper) {
@@ -90,13 +97,13 @@ MonoProfilerCallInstrumentationFlags Calls::Filter(MonoProfiler *, MonoMethod *m
         interest = Vm::Core().CallGraphInterest(info->id, data);
     }
     Store(m, interest);
-    if (interest == 0) return MONO_PROFILER_CALL_INSTRUMENTATION_NONE;
+    if (interest == 0) return static_cast<MonoProfilerCallInstrumentationFlags>(wrapperFlags);
     ++instrumented_;
     ClientMask expected = 0;
     if (!uniform_.compare_exchange_strong(expected, interest, std::memory_order_relaxed) && expected != interest) {
         uniform_.store(kMixed, std::memory_order_relaxed);
     }
-    return kInstrumentAll;
+    return static_cast<MonoProfilerCallInstrumentationFlags>(kInstrumentAll | wrapperFlags);
 }
 
 void Calls::NoteCompiledWithoutFilter(MonoMethod *m) {
@@ -126,22 +133,49 @@ void Calls::Grow(ThreadContext &ctx) noexcept {
     ctx.capacity = capacity;
 }
 
-void Calls::OnEnter(MonoProfiler *, MonoMethod *m, MonoProfilerCallContext *) noexcept {
+void Calls::OnEnter(MonoProfiler *, MonoMethod *m, MonoProfilerCallContext *context) noexcept {
     ThreadContext *ctx = tContext;
     if (__builtin_expect(ctx == nullptr, 0)) {
         ctx = Threads::Adopt();
         if (ctx == nullptr) return;
     }
+    if (__builtin_expect(context != nullptr, 0)) {
+        EnterWrapper(*ctx, m, context);
+        return;
+    }
     const ClientMask interest = ctx->ended ? 0 : InterestOf(m);
     if (__builtin_expect(ctx->depth == ctx->capacity, 0)) Grow(*ctx);
     ctx->frames[ctx->depth++] = Frame{m, interest};
     if (interest == 0) return;
+    RaiseEnter(*ctx, m, interest);
+}
+
+void Calls::EnterWrapper(ThreadContext &ctx, MonoMethod *m, MonoProfilerCallContext *context) noexcept {
+    // One of the runtime wrappers Monitors instruments with a context: its clients'
+    // own answer (the uniform one need not be theirs), then its wait or interaction.
+    ClientMask interest = 0;
+    if (!ctx.ended) {
+        Lookup(m, interest);
+        interest &= live_.load(std::memory_order_relaxed);
+    }
+    if (ctx.depth == ctx.capacity) Grow(ctx);
+    ctx.frames[ctx.depth++] = Frame{m, interest};
+    if (interest != 0) RaiseEnter(ctx, m, interest);
+    if (ctx.ended) return;
+    try {
+        Monitors::EnterWithContext(ctx, m, context);
+    } catch (...) {
+        // out of memory for a class name: the event is lost, the program goes on
+    }
+}
+
+void Calls::RaiseEnter(const ThreadContext &ctx, MonoMethod *m, ClientMask interest) noexcept {
     // Only the items some observer asked for: when every observer asked for the same,
     // the core delivers through its plain loop.
     const BitSet wanted = Vm::Core().RequestedData(EV_METHOD_ENTER);
     SMethodEnterEventData d;
     d.methodId = Metadata::IdOf(m);
-    d.threadId = ctx->id;
+    d.threadId = ctx.id;
     d.validData = (DR_METHOD_ID | DR_THREAD_ID) & wanted;
     FillTimes(d, wanted);
     Vm::Core().Raise<IMethodEnterEventObserver>(d, interest);
@@ -200,7 +234,17 @@ std::uint32_t Calls::LeaveAll(ThreadContext &ctx) noexcept {
     return closed;
 }
 
-void Calls::OnLeave(MonoProfiler *, MonoMethod *m, MonoProfilerCallContext *) noexcept { Leave(m, false); }
+void Calls::OnLeave(MonoProfiler *, MonoMethod *m, MonoProfilerCallContext *context) noexcept {
+    if (__builtin_expect(context != nullptr, 0)) {
+        if (ThreadContext *ctx = tContext; ctx != nullptr && !ctx->ended) {
+            try {
+                Monitors::LeaveWithContext(*ctx, m, context);
+            } catch (...) {
+            }
+        }
+    }
+    Leave(m, false);
+}
 // A frame left by a CIL tail call: its leave (the target raises its own enter).
 void Calls::OnTailCall(MonoProfiler *, MonoMethod *m, MonoMethod *) noexcept { Leave(m, false); }
 void Calls::OnExceptionLeave(MonoProfiler *, MonoMethod *m, MonoObject *) noexcept { Leave(m, true); }

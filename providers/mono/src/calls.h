@@ -48,6 +48,8 @@ private:
     static void OnLeave(MonoProfiler *, MonoMethod *m, MonoProfilerCallContext *) noexcept;
     static void OnTailCall(MonoProfiler *, MonoMethod *m, MonoMethod *target) noexcept;
     static void OnExceptionLeave(MonoProfiler *, MonoMethod *m, MonoObject *) noexcept;
+    static void EnterWrapper(ThreadContext &ctx, MonoMethod *m, MonoProfilerCallContext *context) noexcept;
+    static void RaiseEnter(const ThreadContext &ctx, MonoMethod *m, ClientMask interest) noexcept;
     static void Leave(MonoMethod *m, bool exceptional) noexcept;
     static void LeaveSlow(ThreadContext &ctx, MonoMethod *m, bool exceptional) noexcept;
     static void RaiseLeave(const ThreadContext &ctx, const Frame &f, bool exceptional) noexcept;

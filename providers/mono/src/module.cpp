@@ -125,6 +125,7 @@ void Load(const char *desc) {
     // What Mono allows only now: allocation reports, the sampler, debug info (line
     // tables; mono --debug turns it on too: never twice).
     Calls::Decide();
+    Monitors::Decide();
     Heap::Decide();
     Sampling::Decide(h);
     if (!mono_debug_enabled()) mono_profiler_enable_coverage();  // initializes Mono's debug info, instruments nothing

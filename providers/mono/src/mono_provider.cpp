@@ -19,7 +19,8 @@ bool MonoProvider::CanRaise(TEventType event) const noexcept {
         case EV_JITTED_METHOD_LOADED: case EV_DYNAMIC_CODE_GENERATED: case EV_METHOD_ENTER: case EV_METHOD_LEAVE:
         case EV_THREAD_START: case EV_THREAD_END: case EV_OBJECT_ALLOC: case EV_GC_START: case EV_GC_END:
         case EV_GC_MOVED_REFERENCES: case EV_CONTENDED_MONITOR_ENTER: case EV_CONTENDED_MONITOR_ENTERED:
-        case EV_SAMPLE_HIT: case EV_EC_SET_OUTPUT_DIRECTORY:
+        case EV_SAMPLE_HIT: case EV_EC_SET_OUTPUT_DIRECTORY: case EV_MONITOR_WAIT: case EV_MONITOR_WAITED:
+        case EV_THREAD_INTERACTION:
             return true;
         default:
             // docs/mono-provider.md says why each of the others is not raised.

@@ -32,6 +32,9 @@ struct ThreadContext {
     std::uint32_t depth = 0;
     std::uint32_t capacity = 0;
     std::uint64_t allocatedBytes = 0;  // since the last sampled allocation (Heap)
+    // The monitor of the MonitorWait raised on this thread, until its MonitorWaited.
+    TId waitObject = 0, waitClass = 0;
+    ClientMask waitInterest = 0;
     bool hidden = false;  // the provider's own thread: no events
     bool started = false;  // ThreadStart raised (or queued)
     bool ended = false;

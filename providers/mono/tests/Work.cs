@@ -1,6 +1,7 @@
 // The Mono provider's event test program: allocations that survive collections (GcStart/
 // GcEnd, moved references), a contended lock, a busy loop for the sampler, and a known
-// call chain Main -> Middle -> Leaf for the shadow-stack call stack.
+// call chain Main -> Middle -> Leaf for the shadow-stack call stack, a wait woken by a
+// pulse and a wait that times out, threads started and joined.
 using System;
 using System.Collections.Generic;
 using System.Threading;
@@ -17,7 +18,18 @@ namespace Work
     static class Program
     {
         static readonly object gate = new object();
+        static readonly object mailbox = new object();
+        static volatile bool ready;
+        static bool posted;
         static int shared;
+
+        static void Waiter()
+        {
+            lock (mailbox) {
+                ready = true;
+                while (!posted) Monitor.Wait(mailbox);
+            }
+        }
 
         static int Leaf(int x) { return x + 1; }
         static int Middle(int x) { return Leaf(x) * 2; }
@@ -50,6 +62,14 @@ namespace Work
             var a = new Thread(Contend);
             var b = new Thread(Contend);
             a.Start(); b.Start(); a.Join(); b.Join();
+            // One wait woken by a pulse (the waiter holds the mailbox until it waits),
+            // one that times out.
+            var w = new Thread(Waiter);
+            w.Start();
+            while (!ready) Thread.Sleep(1);
+            lock (mailbox) { posted = true; Monitor.Pulse(mailbox); }
+            w.Join();
+            lock (mailbox) { Monitor.Wait(mailbox, 10); }
             double s = Spin(400);
             int m = Middle(1);
             Console.WriteLine("work " + kept.Count + " " + shared + " " + (s > 0) + " " + m);

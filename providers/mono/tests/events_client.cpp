@@ -21,7 +21,8 @@ IMpi *g_mpi = nullptr;
 TId g_client = 0;
 std::mutex g_mutex;
 unsigned long long g_samples = 0, g_spinSamples = 0, g_gcStarts = 0, g_gcEnds = 0, g_unpaired = 0, g_moved = 0;
-unsigned long long g_contended = 0, g_entered = 0;
+unsigned long long g_contended = 0, g_entered = 0, g_waits = 0, g_waited = 0, g_timedOut = 0;
+std::map<int, unsigned long long> g_interactions;
 bool g_inGc = false;
 std::map<TId, unsigned long long> g_allocByClass, g_innermost;
 TResult g_runGc = MRTE_ERROR_FAIL;
@@ -114,6 +115,31 @@ struct Entered : IContendedMonitorEnteredEventObserver {
     }
 } g_enteredObs;
 
+struct Wait : IMonitorWaitEventObserver {
+    BitSet EventDataTypes() override { return DR_THREAD_ID | DR_OBJECT_ID | DR_MONITOR_TIMEOUT; }
+    void HandleEvent(SMonitorWaitEventData &) override {
+        std::lock_guard lock(g_mutex);
+        ++g_waits;
+    }
+} g_wait;
+
+struct Waited : IMonitorWaitedEventObserver {
+    BitSet EventDataTypes() override { return DR_THREAD_ID | DR_OBJECT_ID | DR_MONITOR_TIMEOUT; }
+    void HandleEvent(SMonitorWaitedEventData &d) override {
+        std::lock_guard lock(g_mutex);
+        ++g_waited;
+        if ((d.validData & DR_MONITOR_TIMEOUT) && d.bTimedOut) ++g_timedOut;
+    }
+} g_waitedObs;
+
+struct Interaction : IThreadInteractionEventObserver {
+    BitSet EventDataTypes() override { return DR_THREAD_ID | DR_OBJECT_ID | DR_INTERACTION_TYPE; }
+    void HandleEvent(SThreadInteractionEventData &d) override {
+        std::lock_guard lock(g_mutex);
+        ++g_interactions[int(d.interactionType)];
+    }
+} g_interaction;
+
 struct OnlyLeaf : ICallGraphFilter {
     bool ShouldNotify(SCallGraphFilterData &d) override {
         return std::strcmp(d.szClassName, "Work.Program") == 0;
@@ -164,6 +190,9 @@ struct Shutdown : IVmShutdownEventObserver {
         std::fprintf(stderr, "events: nodes %llu\n", nodes);
         std::fprintf(stderr, "events: contended %llu entered %llu\n", g_contended, g_entered);
         std::fprintf(stderr, "events: rungc %s\n", ResultName(g_runGc));
+        std::fprintf(stderr, "events: waits %llu waited %llu timedout %llu\n", g_waits, g_waited, g_timedOut);
+        std::fprintf(stderr, "events: interactions notify %llu start %llu join %llu sleep %llu\n",
+                     g_interactions[IT_NOTIFY], g_interactions[IT_START], g_interactions[IT_JOIN], g_interactions[IT_SLEEP]);
         std::fprintf(stderr, "events: stack %s\n", g_stack.c_str());
         std::fprintf(stderr, "events: short %s\n", g_shortResult.c_str());
     }
@@ -175,7 +204,8 @@ extern "C" API_EXPORT TResult MPICL_Instantiate(IMpi *mpi, TId clientId, const c
     g_mpi = mpi;
     g_client = clientId;
     IEventObserver *observers[] = {&g_sample, &g_gcStart, &g_gcEnd, &g_moves, &g_alloc, &g_contendedObs,
-                                   &g_enteredObs, &g_enter, &g_init, &g_shutdown};
+                                   &g_enteredObs, &g_enter, &g_init, &g_shutdown, &g_wait, &g_waitedObs,
+                                   &g_interaction};
     for (IEventObserver *o : observers) {
         if (const TResult r = mpi->RegisterEvent(clientId, *o); r != MRTE_RESULT_OK) {
             std::fprintf(stderr, "events: RegisterEvent(%d) failed: %s\n", int(o->Type()), ResultName(r));

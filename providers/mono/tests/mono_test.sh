@@ -102,6 +102,12 @@ read -r contended _ entered <<<"$(fact contended)"
 [ "$(fact stack)" = "Work.Program.Leaf<Work.Program.Middle<Work.Program.Main" ] && ok ||
   fail "call stack inside MethodEnter: $(fact stack)"
 [ "$(fact short)" = "MRTE_ERROR_BUFFER_TOO_SHORT 3" ] && ok || fail "call stack into 2 entries: $(fact short)"
+read -r waits _ waited _ timedout <<<"$(fact waits)"
+[ "${waits:-0}" -ge 2 ] && [ "$waits" = "$waited" ] && [ "$timedout" = 1 ] && ok ||
+  fail "MonitorWait/MonitorWaited: $waits waits, $waited waited, $timedout timed out (a pulsed wait, a 10 ms one)"
+read -r _ notify _ start _ join _ sleep <<<"$(fact interactions)"
+[ "${notify:-0}" = 1 ] && [ "${start:-0}" = 3 ] && [ "${join:-0}" = 3 ] && [ "${sleep:-0}" -ge 1 ] && ok ||
+  fail "ThreadInteraction: notify $notify (1), start $start (3), join $join (3), sleep $sleep (>= 1)"
 grep -v "^events: " "$work/work.err" | grep . && fail "unexpected messages from Work.exe"
 
 echo "$passed passed, $failed failed"
