@@ -2,6 +2,7 @@
 
 #include "calls.h"
 #include "metadata.h"
+#include "sampling.h"
 #include "threads.h"
 
 namespace martini::mono {
@@ -26,7 +27,9 @@ const char *CodeBufferName(MonoProfilerCodeBufferType type) {
 }  // namespace
 
 void CompiledCode::SetCallbacks(MonoProfilerHandle h) {
-    if (Vm::Wants(EV_JITTED_METHOD_LOADED) || Calls::Wanted()) mono_profiler_set_jit_done_callback(h, OnJitDone);
+    if (Vm::Wants(EV_JITTED_METHOD_LOADED) || Calls::Wanted() || Sampling::Wanted()) {
+        mono_profiler_set_jit_done_callback(h, OnJitDone);
+    }
     if (Vm::Wants(EV_DYNAMIC_CODE_GENERATED)) mono_profiler_set_jit_code_buffer_callback(h, OnCodeBuffer);
 }
 
@@ -35,6 +38,12 @@ void CompiledCode::OnJitDone(MonoProfiler *, MonoMethod *method, MonoJitInfo *ji
     // saw the shared method (Box<T_REF>.Get) that the code belongs to.
     MonoMethod *compiled = mono_jit_info_get_method(jinfo);
     Calls::NoteCompiledWithoutFilter(compiled != nullptr ? compiled : method);
+    // Registered here, on a runtime thread, for the sampler's delivery thread (which
+    // may not call into the runtime) to find.
+    if (Sampling::Wanted()) {
+        Metadata::Method(method);
+        if (compiled != nullptr && compiled != method) Metadata::Method(compiled);
+    }
     if (!Vm::Wants(EV_JITTED_METHOD_LOADED)) return;
     {
         // Mono raises jit_done more than once for some methods (an icall and its wrapper).

@@ -25,7 +25,10 @@ EMethodAccessType AccessOf(MonoMethod *m, MonoClass *k) {
 std::string SignatureOf(MonoMethod *m) {
     MonoMethodSignature *sig = mono_method_signature(m);
     if (sig == nullptr) return "()";
-    std::string s = "(" + MonoString(mono_signature_get_desc(sig, true)).str() + ")";
+    // Appended, not "(" + str: g++ 12 -O3 warns falsely (-Wrestrict) on that form.
+    std::string s = "(";
+    s += MonoString(mono_signature_get_desc(sig, true)).str();
+    s += ')';
     if (MonoType *ret = mono_signature_get_return_type(sig)) s += MonoString(mono_type_full_name(ret)).str();
     return s;
 }
@@ -51,6 +54,12 @@ std::string Metadata::ClassName(MonoClass *k) {
     const char *ns = mono_class_get_namespace(outer);
     if (ns != nullptr && *ns != '\0') name = std::string(ns) + "." + name;
     return name;
+}
+
+const MethodInfo *Metadata::Known(MonoMethod *m) {
+    std::lock_guard lock(mutex_);
+    const auto it = methods_.find(IdOf(m));
+    return it != methods_.end() ? it->second.get() : nullptr;
 }
 
 const MethodInfo *Metadata::Method(MonoMethod *m) {

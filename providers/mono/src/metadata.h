@@ -41,6 +41,9 @@ public:
     // The method's facts, registered (and NewMethod raised, or queued before VmInit)
     // the first time it is seen. Never null for a non-null method.
     static const MethodInfo *Method(MonoMethod *m);
+    // The method's facts when it is registered already, else null; no runtime call
+    // (any thread, also one Mono does not know).
+    static const MethodInfo *Known(MonoMethod *m);
     // The class's id, registered (ClassLoad raised if Mono did not) on first sight.
     static TId Class(MonoClass *k);
     static std::string ClassName(MonoClass *k);  // source form: System.Collections.Generic.List`1, A.Outer+Inner

@@ -5,6 +5,7 @@
 
 #include <semaphore.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <memory>
@@ -15,7 +16,7 @@
 namespace martini::mono {
 
 namespace {
-sem_t gReady;  // posted by the signal handler (sem_post is async-signal-safe)
+sem_t gStop;  // wakes the delivery thread at VmShutdown
 std::timed_mutex gDrainMutex;
 unsigned gFrequency = 1000;
 }  // namespace
@@ -39,7 +40,7 @@ void Sampling::Decide(MonoProfilerHandle h) {
     }
     cells_ = new Cell[kSlots];
     for (std::size_t i = 0; i < kSlots; ++i) cells_[i].sequence.store(i, std::memory_order_relaxed);
-    sem_init(&gReady, 0, 0);
+    sem_init(&gStop, 0, 0);
     // CPU time of the process: a thread that does not run is not sampled.
     mono_profiler_set_sample_mode(h, MONO_PROFILER_SAMPLE_MODE_PROCESS, gFrequency);
 }
@@ -81,7 +82,13 @@ void Sampling::OnSampleHit(MonoProfiler *, const mono_byte *, const void *contex
     s.frames = 0;
     mono_stack_walk_async_safe(WalkFrame, const_cast<void *>(context), &s);
     cell->sequence.store(pos + 1, std::memory_order_release);
-    sem_post(&gReady);
+}
+
+bool Sampling::Queued() {
+    std::lock_guard lock(gDrainMutex);
+    const Cell &cell = cells_[dequeue_ & (kSlots - 1)];
+    return static_cast<std::intptr_t>(cell.sequence.load(std::memory_order_acquire)) -
+               static_cast<std::intptr_t>(dequeue_ + 1) >= 0;
 }
 
 bool Sampling::Pop(Sample &out) {
@@ -99,21 +106,18 @@ void Sampling::Deliver(const Sample &s) {
     const BitSet wanted = Vm::Core().RequestedData(EV_SAMPLE_HIT);
     std::vector<SStackEntry> stack;
     if (wanted & DR_VM_CALL_STACK) {
-        MonoDomain *domain = mono_get_root_domain();
+        // Methods as registered at JIT time (jit_done); frames of a method never seen
+        // there are left out (counted). No code offsets: mapping a native offset to IL
+        // takes runtime calls, which this thread may not make.
         stack.reserve(s.frames);
         for (std::uint32_t i = 0; i < s.frames; ++i) {
-            const MethodInfo *info = Metadata::Method(s.methods[i]);
-            if (info->wrapper) continue;
-            SStackEntry e{info->id, ~0u, 0};
-            if (mono_debug_enabled() && s.nativeOffsets[i] >= 0) {
-                if (MonoDebugSourceLocation *loc = mono_debug_lookup_source_location(
-                        s.methods[i], static_cast<uint32_t>(s.nativeOffsets[i]), domain)) {
-                    e.uiLocation = loc->il_offset;
-                    e.uiLineNumber = loc->row;
-                    mono_debug_free_source_location(loc);
-                }
+            const MethodInfo *info = Metadata::Known(s.methods[i]);
+            if (info == nullptr) {
+                unknownFrames_.fetch_add(1, std::memory_order_relaxed);
+                continue;
             }
-            stack.push_back(e);
+            if (info->wrapper) continue;
+            stack.push_back(SStackEntry{info->id, ~0u, 0});
         }
         if (stack.empty()) return;
     }
@@ -140,19 +144,22 @@ void Sampling::DrainAll() {
 }
 
 void Sampling::Loop() {
-    // Not attached to the runtime: Mono waits at exit for every attached thread, and
-    // what this thread calls (metadata names, debug info) needs no attachment.
+    // Every 20 ms, when samples are queued. Not attached to the runtime (Mono waits at
+    // exit for attached threads and suspends them for every collection): it makes no
+    // runtime call, the methods were made known when Mono compiled or loaded them.
+    // The sampled threads never wait for this one.
     while (!stop_.load(std::memory_order_acquire)) {
         timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += 50 * 1000 * 1000;
+        until.tv_nsec += 20 * 1000 * 1000;
         if (until.tv_nsec >= 1000000000) {
             until.tv_nsec -= 1000000000;
             ++until.tv_sec;
         }
-        sem_timedwait(&gReady, &until);
+        while (sem_timedwait(&gStop, &until) != 0 && errno == EINTR) {
+        }
         if (stop_.load(std::memory_order_acquire)) break;
-        DrainAll();
+        if (Queued()) DrainAll();
     }
 }
 
@@ -165,7 +172,7 @@ void Sampling::Stop() {
     if (!wanted_) return;
     mono_profiler_set_sample_mode(Vm::Handle(), MONO_PROFILER_SAMPLE_MODE_NONE, 0);
     stop_.store(true, std::memory_order_release);
-    sem_post(&gReady);
+    sem_post(&gStop);
     DrainAll();  // here, on the shutting-down thread: the delivery thread may be suspended
     if (dropped_.load() != 0) {
         core::LogF("%llu samples were dropped (the sample queue was full)",

@@ -15,6 +15,8 @@ constinit thread_local ThreadContext *tContext __attribute__((tls_model("initial
 namespace {
 // Set on a provider thread while it attaches, so that its thread_started hides it.
 constinit thread_local bool tAttachingOwn __attribute__((tls_model("initial-exec"))) = false;
+// A provider thread's context, kept across its attachments.
+constinit thread_local ThreadContext *tOwnContext __attribute__((tls_model("initial-exec"))) = nullptr;
 }  // namespace
 
 void Threads::SetCallbacks(MonoProfilerHandle h) {
@@ -91,9 +93,8 @@ void Threads::OnStarted(MonoProfiler *, uintptr_t tid) {
     // ThreadStart waits for the name Mono raises next when the program named the
     // thread before starting it, or for the thread's first event.
     if (tContext != nullptr || Pending() != nullptr) return;
-    const bool hidden = tAttachingOwn;
-    ThreadContext *ctx = Make(tid, hidden);
-    if (hidden) tContext = ctx;
+    if (tAttachingOwn) return;  // AttachOwnThread sets the context
+    Make(tid, false);
 }
 
 void Threads::End(ThreadContext &ctx) {
@@ -160,7 +161,8 @@ MonoThread *Threads::AttachOwnThread() {
     tAttachingOwn = true;
     MonoThread *t = mono_thread_attach(mono_get_root_domain());
     tAttachingOwn = false;
-    if (tContext == nullptr) tContext = Make(static_cast<uintptr_t>(pthread_self()), true);
+    if (tOwnContext == nullptr) tOwnContext = Make(static_cast<uintptr_t>(pthread_self()), true);
+    tContext = tOwnContext;
     tContext->hidden = true;
     tContext->started = true;
     return t;
@@ -168,6 +170,7 @@ MonoThread *Threads::AttachOwnThread() {
 
 void Threads::DetachOwnThread(MonoThread *thread) {
     if (thread != nullptr) mono_thread_detach(thread);
+    tContext = nullptr;
 }
 
 void Threads::EndAll(bool othersToo) {
