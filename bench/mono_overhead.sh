@@ -13,6 +13,8 @@
 #   micro       bench/mono/CallHeavy.cs (~110 M calls: recursion, interface calls, exceptions)
 # Configurations:
 #   plain        no profiler
+#   no-inline    no profiler, Mono's inliner off (-O=-aot,-inline): what an instrumented
+#                method loses, since Mono never inlines one
 #   none-wanted  the module with callcount filtering out every class (the filter answers
 #                NONE: no method instrumented)
 #   counts       every method instrumented, bench/clients/count_only (a per-thread
@@ -45,13 +47,13 @@ trap 'rm -rf "$work"' EXIT
 mcs -optimize+ -nologo -out:"$work/CallHeavy.exe" bench/mono/CallHeavy.cs
 export LD_LIBRARY_PATH="$module_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
-configs=(plain none-wanted counts cgprof-time samples log-calls log-sample)
+configs=(plain no-inline none-wanted counts cgprof-time samples log-calls log-sample)
 if [ -n "${CONFIGS:-}" ]; then
   read -r -a chosen <<<"$CONFIGS"
   configs=(plain)
   for c in "${chosen[@]}"; do
     [ "$c" = plain ] && continue
-    case " none-wanted counts cgprof-time samples log-calls log-sample " in
+    case " no-inline none-wanted counts cgprof-time samples log-calls log-sample " in
       *" $c "*) configs+=("$c") ;;
       *) echo "unknown configuration '$c'"; exit 2 ;;
     esac
@@ -61,6 +63,7 @@ read -r -a workloads <<<"${WORKLOADS:-nrefactory micro}"
 args_for() {
   case $1 in
     plain) echo "-O=-aot" ;;
+    no-inline) echo "-O=-aot,-inline" ;;
     none-wanted) echo "-O=-aot --profile=martini:callcount=include=No.Such.Namespace.,out=/dev/null" ;;
     counts) echo "-O=-aot --profile=martini:$count" ;;
     cgprof-time) echo "-O=-aot --profile=martini:cgprof=top=0,formats=none,trace=0" ;;

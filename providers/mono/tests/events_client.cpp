@@ -37,7 +37,10 @@ std::string MethodName(TId id) {
     info.szClassName = cls;
     info.uiClassNameSize = sizeof cls;
     if (g_mpi->GetMethodInfo(g_client, id, DR_METHOD_NAME | DR_CLASS_NAME, &info) != MRTE_RESULT_OK) return "?";
-    return std::string(cls) + "." + name;
+    std::string out = cls;
+    out += '.';
+    out += name;
+    return out;
 }
 
 std::string ClassName(TId id) {
@@ -160,7 +163,10 @@ struct Enter : IMethodEnterEventObserver {
         full.stackTrace.uiSize = 8;
         std::string stack;
         if (g_mpi->GetThreadInfo(g_client, d.threadId, DR_VM_CALL_STACK, &full) == MRTE_RESULT_OK) {
-            for (unsigned i = 0; i < full.stackTrace.uiActualSize; ++i) stack += (i ? "<" : "") + MethodName(frames[i].methodId);
+            for (unsigned i = 0; i < full.stackTrace.uiActualSize; ++i) {
+                if (i != 0) stack += '<';
+                stack += MethodName(frames[i].methodId);
+            }
         }
         std::lock_guard lock(g_mutex);
         g_shortResult = std::string(ResultName(shortResult)) + " " + std::to_string(info.stackTrace.uiActualSize);
