@@ -206,6 +206,9 @@ void Metadata::Lines(const MethodInfo &m, std::vector<SLineNumberTableEntry> &li
             return;
         }
     }
+    // Mono's debug info and method headers are read through its API, which aborts on a
+    // thread it does not know: from such a thread (a client's own), only what is cached.
+    if (tContext == nullptr) return;
     LineCache c;
     c.known = true;
     // Mono's debug info: a line per sequence point (IL offset). Only with symbols
@@ -279,8 +282,8 @@ TResult Metadata::DescribeClass(TId id, BitSet requested, core::ClassFacts &f) {
         }
         k = r->klass;
     }
-    if (requested & (DR_SOURCE_FILE_NAME | DR_CLASS_METHODS)) {
-        // The class's methods (as known to Mono's metadata); its source file is that of
+    if ((requested & (DR_SOURCE_FILE_NAME | DR_CLASS_METHODS)) && tContext != nullptr) {
+        // The class's methods (from Mono's metadata: not on a thread Mono does not know) (as known to Mono's metadata); its source file is that of
         // the first method with debug info.
         std::string source;
         void *iter = nullptr;
