@@ -77,8 +77,9 @@ const char kRunDescription[] =
     "name is the program's.";
 
 const char kRunFooter[] =
-    "The agent is looked up in $MARTINI_JVMTI_AGENT, then in the installation\n"
-    "(<libdir>/martini) and the build tree; clients in $MARTINI_CLIENT_PATH, then in\n"
+    "The agent is looked up in $MARTINI_JVMTI_AGENT, the Mono module in\n"
+    "$MARTINI_MONO_MODULE, then each in the installation (<libdir>/martini) and the\n"
+    "build tree; clients in $MARTINI_CLIENT_PATH, then in\n"
     "<libdir>/martini/clients and the build tree (docs/configuration.md). The output\n"
     "directory is created and checked to be writable before the program starts. The\n"
     "exit status is the program's; when it is 0 but the profile asked for was not\n"
