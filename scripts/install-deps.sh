@@ -14,6 +14,7 @@ packages=(
   openjdk-17-jdk-headless              # JVM provider: JVMTI headers, javac/java for its tests
   libprotobuf-dev protobuf-compiler zlib1g-dev  # report library: pprof output
   gcc liblua5.4-dev lua5.4             # interpreter C ABI: the Lua host (martini-lua), and plain Lua for its benchmark
+  mono-devel mono-runtime mono-mcs libmono-2.0-dev  # Mono provider: profiler headers (pkg-config mono-2), mono, mcs
 )
 if [ "${1:-}" = "--test" ]; then
   packages+=(chromium golang-go)       # the HTML report's browser test; `go tool pprof`

@@ -44,10 +44,11 @@ run_suite build-ci "" -Dbuildtype=release -Dwerror=true -Dlibdir=lib/x86_64-linu
 # Sanitizers: client libraries are separate DSOs with hidden visibility, so UBSan's
 # vptr check cannot see their type info; everything else UBSan checks stays on. Tests
 # that load the JVMTI agent into a JVM are left out here (suite jvm-agent): the ASan
-# runtime must be first in the process, and java is not built with it. The class-file
+# runtime must be first in the process, and java is not built with it; likewise the
+# Mono profiler module in mono (suite mono-module). The class-file
 # rewriter's JVM tests do run (the sanitized martini-instrument rewrites; java verifies).
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  run_suite build-sanitize "--no-suite jvm-agent" -Db_sanitize=address,undefined -Db_lundef=false \
+  run_suite build-sanitize "--no-suite jvm-agent --no-suite mono-module" -Db_sanitize=address,undefined -Db_lundef=false \
     -Dbenchmarks=disabled -Dcpp_args=-fno-sanitize=vptr -Dwerror=true -Dlibdir=lib64
 
 echo "$passed passed, $failed failed"

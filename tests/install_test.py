@@ -51,6 +51,7 @@ martini = os.path.join(BIN, "martini")
 # ---- The layout ------------------------------------------------------------------
 lua_built = os.path.exists(os.path.join(build, "providers", "interp", "martini-lua"))
 jvm_built = os.path.exists(os.path.join(build, "providers", "jvmti", "libmartini-jvmti.so"))
+mono_built = os.path.exists(os.path.join(build, "providers", "mono", "libmono-profiler-martini.so"))
 expected = [os.path.join(BIN, "martini"), os.path.join(BIN, "martini-replay"),
             os.path.join(LIB, "libmartini-interp.so"), os.path.join(LIB, "libmartini-core.a"),
             os.path.join(LIB, "libmartini-report.a"), os.path.join(LIB, "libmartini-filters.a")]
@@ -69,6 +70,8 @@ if lua_built:
 if jvm_built:
     expected += [os.path.join(LIB, "martini", "libmartini-jvmti.so"),
                  os.path.join(LIB, "martini", "martini-probes.jar")]
+if mono_built:
+    expected.append(os.path.join(LIB, "martini", "libmono-profiler-martini.so"))
 for path in expected:
     check(f"installed: {os.path.relpath(path, destdir)}", os.path.isfile(path))
 
@@ -114,6 +117,20 @@ if jvm_built and shop_classes and not sanitized and shutil.which("java", path=en
     check("java: shop methods profiled", "shop.Shop$OrderService.placeOrder" in frames, frames)
 else:
     print("SKIP: the Java example (no JVM provider, or a sanitized build)")
+
+# The C# example under the installed Mono module and cgprof (not sanitized: as for java).
+bank = os.path.join(build, "examples", "Bank.exe")
+if mono_built and os.path.isfile(bank) and not sanitized and shutil.which("mono", path=env.get("PATH")):
+    out = os.path.join(work, "mono-out")
+    r = run([martini, "run", "--client", "cgprof=filter=+Bank.*", "--output", out, "--", "mono", bank])
+    log = r.stdout + r.stderr
+    check("mono: martini run exits 0", r.returncode == 0 and "bank: 200 transfers" in log, log)
+    check("mono: installed module and client only", inside_install(log), log)
+    path = os.path.join(out, "cgprof.json")
+    frames = [f["name"] for f in json.load(open(path))["frames"]] if os.path.isfile(path) else []
+    check("mono: Bank methods profiled", "Bank.Ledger.Apply" in frames, frames)
+else:
+    print("SKIP: the C# example (no Mono provider, or a sanitized build)")
 
 # A trace replayed by the installed martini and martini-replay.
 trace = os.path.join(source, "examples", "traces", "shop.jsonl")

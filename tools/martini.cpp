@@ -1,6 +1,7 @@
 // martini: the command people run.
 //
 //   martini run [--client NAME[=OPTIONS]]... [--output DIR] -- java ARGS...
+//   martini run [--client NAME[=OPTIONS]]... [--output DIR] [--keep-aot] -- mono PROGRAM.exe ARGS...
 //   martini report PROFILE.json [--top N] [--thread ID|NAME] [--metric NAME]
 //   martini convert PROFILE.json --to collapsed|chrome|pprof|html|json [-o FILE]
 //   martini replay --client NAME[=OPTIONS] [--output DIR] TRACE.jsonl
@@ -71,16 +72,21 @@ const char kUsage[] =
 
 const char kRunUsage[] =
     "usage: martini run [--client NAME[=OPTIONS]]... [--output DIR] -- java ARGS...\n"
+    "       martini run [--client NAME[=OPTIONS]]... [--output DIR] [--keep-aot] -- mono PROGRAM.exe ARGS...\n"
     "       martini run [--client NAME[=OPTIONS]]... [--output DIR] -- lua SCRIPT ARGS...";
 
 const char kRunDescription[] =
     "Runs the program with the given profiler clients and says where their outputs\n"
-    "went: java under the JVMTI agent, a Lua 5.4 script under martini-lua (the Lua host\n"
-    "of the interpreter C ABI). Everything after the program's name is the program's.";
+    "went: java under the JVMTI agent, mono under the Mono profiler module (with --debug\n"
+    "for line numbers, and -O=-aot when a client may want calls: AOT-compiled code raises\n"
+    "no call events; --keep-aot keeps Mono's AOT images), a Lua 5.4 script under\n"
+    "martini-lua (the Lua host of the interpreter C ABI). Everything after the program's\n"
+    "name is the program's.";
 
 const char kRunFooter[] =
-    "The agent is looked up in $MARTINI_JVMTI_AGENT, then in the installation\n"
-    "(<libdir>/martini) and the build tree; clients in $MARTINI_CLIENT_PATH, then in\n"
+    "The agent is looked up in $MARTINI_JVMTI_AGENT, the Mono module in\n"
+    "$MARTINI_MONO_MODULE, then each in the installation (<libdir>/martini) and the\n"
+    "build tree; clients in $MARTINI_CLIENT_PATH, then in\n"
     "<libdir>/martini/clients and the build tree (docs/configuration.md). The output\n"
     "directory is created and checked to be writable before the program starts. The\n"
     "exit status is the program's; when it is 0 but the profile asked for was not\n"
@@ -183,6 +189,36 @@ std::string FindAgent(std::vector<std::string> &looked) {
     return "";
 }
 
+// The Mono profiler module libmono-profiler-martini.so: $MARTINI_MONO_MODULE, then the
+// installation (<libdir>/martini) and the build tree. Mono finds it by its directory
+// in LD_LIBRARY_PATH (it takes no path in --profile=).
+std::string FindMonoModule(std::vector<std::string> &looked) {
+    if (const char *env = std::getenv("MARTINI_MONO_MODULE")) {
+        looked.push_back(env);
+        return ::access(env, R_OK) == 0 && fs::path(env).filename() == "libmono-profiler-martini.so" ? env : "";
+    }
+    const std::string exe = ExecutableDir();
+    for (const std::string &candidate : {exe + "/" MARTINI_BINDIR_TO_LIBDIR "/martini/libmono-profiler-martini.so",
+                                         exe + "/../providers/mono/libmono-profiler-martini.so"}) {
+        looked.push_back(candidate);
+        if (::access(candidate.c_str(), R_OK) == 0) return fs::weakly_canonical(candidate).string();
+    }
+    return "";
+}
+
+// Clients that observe no call events, so that Mono may keep its AOT code: the bundled
+// ones known not to (cgprof in sample mode takes SampleHit). Any other client may.
+bool WantsNoCalls(const martini::core::ClientSpec &s) {
+    if (s.name == "heapprof" || s.name == "threadprof") return true;
+    if (s.name == "cgprof") {
+        std::stringstream in(s.options);
+        for (std::string o; std::getline(in, o, ',');) {
+            if (o == "sample" || o.rfind("sample=", 0) == 0) return true;
+        }
+    }
+    return false;
+}
+
 std::string Join(const std::vector<std::string> &items, const char *sep) {
     std::string out;
     for (const auto &s : items) out += (out.empty() ? "" : sep) + s;
@@ -229,7 +265,7 @@ struct Command {
 // command)` has made the output directory (with %p expanded to its pid) and built the
 // command; when prepare fails, the program never starts.
 int Launch(const std::string &shownProgram, const std::vector<martini::core::ClientSpec> &specs,
-           const std::string &outputOption, bool lua,
+           const std::string &outputOption, bool lua, const std::string &providerName,
            const std::function<std::string(const std::string &outDir, Command &command)> &prepare) {
     std::fprintf(stderr, "martini: running %s with %s\n", shownProgram.c_str(),
                  Join([&] {
@@ -382,7 +418,7 @@ int Launch(const std::string &shownProgram, const std::vector<martini::core::Cli
     // Last: what of the profile asked for is missing.
     std::vector<std::string> missing;
     if (!st.started) {
-        missing.push_back(std::string(lua ? "martini-lua" : "the JVMTI agent") +
+        missing.push_back(providerName +
                           " did not start (no client was loaded): the program ran without profiling");
     } else {
         for (std::string f : st.clientFailures) {
@@ -404,7 +440,7 @@ int Launch(const std::string &shownProgram, const std::vector<martini::core::Cli
         }
         for (const auto &[path, cause] : st.failed) missing.push_back("not written: " + path + ": " + cause);
     }
-    if (!lua && code != 0) {
+    if (!lua && providerName == "the JVMTI agent" && code != 0) {
         // A JVM that crashed wrote its fatal error log in its working directory (ours).
         const std::string log = martini::tools::FindJvmErrorLog(child, fs::current_path(ec).string());
         std::vector<std::string> names, paths;
@@ -475,6 +511,7 @@ std::vector<std::string> BundledClients() {
 int Run(int argc, char **argv) {
     std::vector<std::string> clientOptions;
     std::string output = "martini-out";
+    bool keepAot = false;
     CLI::App app(kRunDescription, "martini run");
     const std::vector<std::string> bundled = BundledClients();
     Configure(app, kRunUsage, kRunFooter);
@@ -489,6 +526,9 @@ int Run(int argc, char **argv) {
                    "where clients write their files (default: ./martini-out); %p: the\n"
                    "program's process id, %t: its start time (YYYYmmdd-HHMMSS)")
         ->type_name("DIR");
+    app.add_flag("--keep-aot", keepAot,
+                 "mono: keep Mono's AOT-compiled code (faster start, but its methods raise\n"
+                 "no call events: the call graph misses them; the profiler says how many)");
     // The program and its arguments, untouched (options included): all that follows "--"
     // or the first argument that is not martini's option.
     app.prefix_command();
@@ -516,10 +556,11 @@ int Run(int argc, char **argv) {
     const std::string programPath = lua ? program[0] : FindProgram(program[0]);
     if (programPath.empty()) return Fail("run: program not found: '" + program[0] + "' (not an executable file, nor in $PATH)");
     const std::string base = fs::path(programPath).filename().string();
-    if (base == "mono") return Fail("run: this Martini has no Mono provider yet; it profiles java and lua programs");
-    if (base != "java" && !lua) {
+    const bool mono = base == "mono" || base == "mono-sgen";
+    if (base != "java" && !lua && !mono) {
         return Fail("run: cannot profile '" + program[0] +
-                    "': martini run starts java programs (java ARGS...) and Lua scripts (lua SCRIPT ARGS...)");
+                    "': martini run starts java programs (java ARGS...), mono programs (mono PROGRAM.exe ARGS...) "
+                    "and Lua scripts (lua SCRIPT ARGS...)");
     }
     if (specs.empty()) specs.push_back({"cgprof", "", ""});
 
@@ -530,10 +571,39 @@ int Run(int argc, char **argv) {
         spec.path = fs::weakly_canonical(spec.path).string();
     }
     std::vector<std::string> looked;
-    const std::string runtime = lua ? FindLuaHost(looked) : FindAgent(looked);
+    const std::string runtime = lua ? FindLuaHost(looked) : mono ? FindMonoModule(looked) : FindAgent(looked);
     if (runtime.empty()) {
-        return Fail(std::string("run: ") + (lua ? "martini-lua" : "the JVMTI agent libmartini-jvmti.so") +
+        return Fail(std::string("run: ") +
+                    (lua ? "martini-lua" : mono ? "the Mono profiler module libmono-profiler-martini.so"
+                                                : "the JVMTI agent libmartini-jvmti.so") +
                     " was not found (looked at " + Join(looked, ", ") + ")");
+    }
+    if (mono) {
+        // Mono looks the module up by name: its directory goes first in LD_LIBRARY_PATH
+        // (inherited by the program). Mono says nothing when it cannot load it; the run
+        // status handshake tells (no line: the module never started).
+        const std::string dir = fs::path(runtime).parent_path().string();
+        const char *old = std::getenv("LD_LIBRARY_PATH");
+        ::setenv("LD_LIBRARY_PATH", (old != nullptr && *old != '\0' ? dir + ":" + old : dir).c_str(), 1);
+        const bool callsWanted = !std::all_of(specs.begin(), specs.end(), WantsNoCalls);
+        std::string configPath;
+        return Launch(programPath, specs, output, false, "the Mono profiler module", [&](const std::string &outDir, Command &command) -> std::string {
+            configPath = fs::path(std::getenv(martini::core::kStatusFileVariable)).parent_path() / "config.json";
+            const std::string text = martini::core::ClientConfigJson({specs, outDir});
+            const int fd = ::open(configPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+            if (fd < 0) return std::string("cannot write the module's configuration: ") + std::strerror(errno);
+            const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+            ::close(fd);
+            if (!written) return "cannot write the module's configuration";
+            command.path = programPath;
+            command.args = {program[0]};
+            // Line numbers need Mono's debug mode; a complete call graph needs JIT code.
+            if (std::find(program.begin() + 1, program.end(), "--debug") == program.end()) command.args.push_back("--debug");
+            if (callsWanted && !keepAot) command.args.push_back("-O=-aot");
+            command.args.push_back("--profile=martini:@" + configPath);
+            command.args.insert(command.args.end(), program.begin() + 1, program.end());
+            return "";
+        });
     }
     if (lua && (program.size() < 2 || program[1].empty() || program[1][0] == '-')) {
         return Fail("run: give the Lua script to profile (lua SCRIPT ARGS...); lua's own options are not supported");
@@ -541,7 +611,7 @@ int Run(int argc, char **argv) {
 
     if (lua) {
         // martini-lua is Lua with the interpreter C ABI built in: it replaces lua.
-        return Launch(runtime, specs, output, true, [&](const std::string &outDir, Command &command) -> std::string {
+        return Launch(runtime, specs, output, true, "martini-lua", [&](const std::string &outDir, Command &command) -> std::string {
             command.path = runtime;
             command.args = {runtime};
             for (const auto &s : specs) {
@@ -557,7 +627,7 @@ int Run(int argc, char **argv) {
     }
     const std::string &agent = runtime;
     std::string configPath;
-    return Launch(programPath, specs, output, false, [&](const std::string &outDir, Command &command) -> std::string {
+    return Launch(programPath, specs, output, false, "the JVMTI agent", [&](const std::string &outDir, Command &command) -> std::string {
         // The agent's configuration: clients by resolved path, and the output directory;
         // next to the status file, in martini's temporary directory.
         configPath = fs::path(std::getenv(martini::core::kStatusFileVariable)).parent_path() / "config.json";

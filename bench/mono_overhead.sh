@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Times real Mono processes under Martini, against a plain run with the same AOT
+# setting, and against Mono's own log profiler, in one interleaved run so that every
+# ratio compares runs made side by side on this (shared, noisy) machine.
+#
+#   bash bench/mono_overhead.sh [BUILD_DIR] [REPETITIONS]      (defaults: build, 5)
+#   CONFIGS="plain counts" bash bench/mono_overhead.sh ...      (a subset; plain is always run)
+#   WORKLOADS="micro" bash bench/mono_overhead.sh ...           (default: nrefactory micro)
+#
+# Workloads (every run with -O=-aot: AOT-compiled code raises no call events):
+#   nrefactory  ../shared/workloads/nrefactory/build.sh: mcs compiling four NRefactory
+#               projects, four mono processes, ~340 M calls ($NREFACTORY overrides the path)
+#   micro       bench/mono/CallHeavy.cs (~110 M calls: recursion, interface calls, exceptions)
+# Configurations:
+#   plain        no profiler
+#   no-inline    no profiler, Mono's inliner off (-O=-aot,-inline): what an instrumented
+#                method loses, since Mono never inlines one
+#   none-wanted  the module with callcount filtering out every class (the filter answers
+#                NONE: no method instrumented)
+#   counts       every method instrumented, bench/clients/count_only (a per-thread
+#                counter: the framework's own cost per call)
+#   cgprof-time  cgprof time mode on every method (tree + timestamps at enter and leave;
+#                no trace slices, no files)
+#   samples      a SampleHit consumer asking for DR_THREAD_ID | DR_VM_CALL_STACK |
+#                DR_CPU_TIMESTAMP (providers/mono/tests/events_client.cpp's shape:
+#                bench/clients/sample_only), Mono's sampler at MARTINI_MONO_SAMPLE_HZ (1000)
+#   log-calls    Mono's log profiler, --profile=log:calls (libmono-profiler, installed if missing)
+#   log-sample   Mono's log profiler, --profile=log:sample
+# Prints the median wall time of each configuration and its ratio to plain.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=$(cd "${1:-build}" && pwd)
+reps=${2:-5}
+module_dir=$build/providers/mono
+count=$build/bench/clients/libcount_only.so
+samples=$build/bench/clients/libsample_only.so
+[ -f "$module_dir/libmono-profiler-martini.so" ] && [ -f "$count" ] && [ -f "$samples" ] ||
+  { echo "build first: ninja -C $build"; exit 1; }
+nrefactory=${NREFACTORY:-$(pwd)/../shared/workloads/nrefactory}
+[ -f "$nrefactory/build.sh" ] || nrefactory=/work/shared/workloads/nrefactory
+if ! ls /usr/lib/libmono-profiler-log.so* >/dev/null 2>&1; then
+  echo "installing libmono-profiler (Mono's log profiler) for the log-* configurations" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libmono-profiler >/dev/null
+fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mcs -optimize+ -nologo -out:"$work/CallHeavy.exe" bench/mono/CallHeavy.cs
+export LD_LIBRARY_PATH="$module_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
+configs=(plain no-inline none-wanted counts cgprof-time samples log-calls log-sample)
+if [ -n "${CONFIGS:-}" ]; then
+  read -r -a chosen <<<"$CONFIGS"
+  configs=(plain)
+  for c in "${chosen[@]}"; do
+    [ "$c" = plain ] && continue
+    case " no-inline none-wanted counts cgprof-time samples log-calls log-sample " in
+      *" $c "*) configs+=("$c") ;;
+      *) echo "unknown configuration '$c'"; exit 2 ;;
+    esac
+  done
+fi
+read -r -a workloads <<<"${WORKLOADS:-nrefactory micro}"
+args_for() {
+  case $1 in
+    plain) echo "-O=-aot" ;;
+    no-inline) echo "-O=-aot,-inline" ;;
+    none-wanted) echo "-O=-aot --profile=martini:callcount=include=No.Such.Namespace.,out=/dev/null" ;;
+    counts) echo "-O=-aot --profile=martini:$count" ;;
+    cgprof-time) echo "-O=-aot --profile=martini:cgprof=top=0,formats=none,trace=0" ;;
+    samples) echo "-O=-aot --profile=martini:$samples" ;;
+    log-calls) echo "-O=-aot --profile=log:calls,nodefaults,output=$work/calls.mlpd" ;;
+    log-sample) echo "-O=-aot --profile=log:sample,nodefaults,output=$work/sample.mlpd" ;;
+  esac
+}
+
+declare -A times
+for workload in "${workloads[@]}"; do
+  echo "== $workload" >&2
+  for ((r = 1; r <= reps; r++)); do
+    for c in "${configs[@]}"; do
+      start=$(date +%s.%N)
+      # shellcheck disable=SC2046
+      if [ "$workload" = nrefactory ]; then
+        rm -rf "$work/out"; sh "$nrefactory/build.sh" "$work/out" $(args_for "$c") >/dev/null 2>"$work/err" ||
+          { cat "$work/err"; exit 1; }
+      else
+        mono $(args_for "$c") "$work/CallHeavy.exe" >/dev/null 2>"$work/err" || { cat "$work/err"; exit 1; }
+      fi
+      end=$(date +%s.%N)
+      times[$workload/$c]+="$(echo "$end - $start" | bc) "
+      rm -f "$work"/*.mlpd
+    done
+  done
+done
+
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+printf '%-11s %-12s %10s %8s   (median of %d interleaved runs, all with -O=-aot)\n' workload config seconds ratio "$reps"
+for workload in "${workloads[@]}"; do
+  base=$(median <<<"${times[$workload/plain]}")
+  for c in "${configs[@]}"; do
+    m=$(median <<<"${times[$workload/$c]}")
+    printf '%-11s %-12s %10.2f %7.2fx\n' "$workload" "$c" "$m" "$(echo "$m / $base" | bc -l)"
+  done
+done
