@@ -192,7 +192,8 @@ for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
     d = case_dir("signal-" + sig.name)
     p = subprocess.Popen([martini, "run", *CLIENTS, "--output", os.path.join(d, "out"), "--", "java", "-cp", endings,
                           "rel.Endings", "wait"], cwd=d, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         start_new_session=True)
+                         start_new_session=True,  # signals as from a terminal, whatever this script inherited
+                         preexec_fn=lambda: [signal.signal(s, signal.SIG_DFL) for s in (signal.SIGINT, signal.SIGHUP)])
     deadline = time.time() + 60
     line = ""
     while time.time() < deadline and "ready" not in line:

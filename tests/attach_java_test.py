@@ -118,6 +118,32 @@ work_probed = dict(probed).get("Attached.work(J)J")
 check("while attached the bytecodes differ (the check sees probes)", work_before and work_probed != work_before,
       (work_before, work_probed))
 
+# Sampling attached: `martini attach PID --client cgprof=sample`, twice (the sampler
+# stops at the detach and starts again at the next attach), a sample point in between.
+stop = os.path.join(work, "stop-sampled")
+proc, pid = start(stop)
+try:
+    for i in (1, 2):
+        out = os.path.join(work, f"sampled{i}")
+        attacher = subprocess.Popen([martini, "attach", pid, "--client", "cgprof=sample=500,formats=json,top=0",
+                                     "--duration", "3s", "--output", out],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.5)
+        sample = run([martini, "control", pid, "sample", "mid"], timeout=60)
+        check(f"sampled attach {i}: a sample point", sample.returncode == 0, sample.stderr)
+        _, err = attacher.communicate(timeout=60)
+        check(f"sampled attach {i}: detached", attacher.returncode == 0 and f"detached from process {pid}" in err, err)
+        check(f"sampled attach {i}: no class rewritten", "classes restored" not in err or
+              "0 classes restored" in err, err)
+        for name in ("cgprof-mid.json", "cgprof.json"):
+            path = os.path.join(out, name)
+            samples = self_by_frame(json.load(open(path)), "samples") if os.path.exists(path) else {}
+            check(f"sampled attach {i}: {name} has Attached.work's samples", samples.get("Attached.work", 0) > 10,
+                  (samples, err))
+finally:
+    out, err, rc = finish(proc, stop) if proc.poll() is None else ("", "", proc.returncode)
+check("sampled: output and exit status unchanged", out == plain_out and rc == plain_rc, (out, rc, err))
+
 # Errors.
 r = run([martini, "attach", "999999999", "--duration", "1s"], expect=1)
 check("unknown process", "no process 999999999 is running" in r.stderr, r.stderr)

@@ -36,13 +36,51 @@ def alive(pid):
         return f.read().split(")")[-1].split()[0] != "Z"
 
 
+def dispositions(handler):
+    def set_them():
+        for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(s, handler(s))
+    return set_them
+
+
+def signal_mask(pid, field):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1], 16)
+    return 0
+
+
+# Started with SIGINT ignored (nohup, a script's background job): martini leaves it
+# ignored, as the program does, rather than catch it and wait for a program that
+# will never end by it; SIGTERM still ends both.
+out = os.path.join(work, "out-ignored")
+proc = subprocess.Popen([martini, "run", "--client", "cgprof=include=Phases.*,formats=json", "--output", out,
+                         "--", "java", "-cp", os.path.join(work, "classes"), "Phases", work],
+                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                        preexec_fn=dispositions(lambda s: signal.SIG_IGN if s == signal.SIGINT else signal.SIG_DFL))
+first = proc.stdout.readline()
+check("SIGINT ignored: the program runs", first.startswith("A done"), first)
+check("SIGINT ignored: martini leaves it ignored",
+      signal_mask(proc.pid, "SigIgn") & (1 << (signal.SIGINT - 1)) != 0
+      and signal_mask(proc.pid, "SigCgt") & (1 << (signal.SIGINT - 1)) == 0)
+check("SIGINT ignored: SIGTERM is still caught", signal_mask(proc.pid, "SigCgt") & (1 << (signal.SIGTERM - 1)) != 0)
+proc.send_signal(signal.SIGTERM)
+try:
+    _, err = proc.communicate(timeout=60)
+except subprocess.TimeoutExpired:
+    proc.kill()
+    _, err = proc.communicate()
+check("SIGINT ignored: SIGTERM ends the program", proc.returncode == 128 + signal.SIGTERM, f"exit {proc.returncode}\n{err}")
+
 for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
     name = sig.name
     out = os.path.join(work, "out-" + name)
     # A new session: the signal goes to martini alone, as `kill PID` from elsewhere does.
     proc = subprocess.Popen([martini, "run", "--client", "cgprof=include=Phases.*,formats=json", "--output", out,
                              "--", "java", "-cp", os.path.join(work, "classes"), "Phases", work],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=dispositions(lambda s: signal.SIG_DFL))  # as from a terminal
     first = proc.stdout.readline()
     m = re.match(r"A done (\d+)", first)
     check(f"{name}: the program runs", m is not None, first)

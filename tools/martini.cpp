@@ -341,7 +341,13 @@ int Launch(const std::string &shownProgram, const std::vector<martini::core::Cli
     struct sigaction forward{};
     forward.sa_handler = ForwardSignal;  // no SA_RESTART: waitpid returns EINTR and waits again
     sigemptyset(&forward.sa_mask);
-    for (int sig : kForwardedSignals) ::sigaction(sig, &forward, nullptr);
+    for (int sig : kForwardedSignals) {
+        // A signal martini was started ignoring (nohup, a background job of a script)
+        // stays ignored: the program inherited that too and would not end by it.
+        struct sigaction inherited{};
+        ::sigaction(sig, nullptr, &inherited);
+        if (inherited.sa_handler != SIG_IGN) ::sigaction(sig, &forward, nullptr);
+    }
     ::signal(SIGQUIT, SIG_IGN);  // Ctrl-\ reaches the program (same process group): its thread dump
     ::signal(SIGPIPE, SIG_IGN);  // the gate's reader may be gone
     ::sigprocmask(SIG_SETMASK, &previous, nullptr);

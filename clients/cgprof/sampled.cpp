@@ -14,12 +14,14 @@
 #include "martini/report/profile.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstdio>
 #include <memory>
 #include <mutex>
 #include <sstream>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -74,7 +76,7 @@ public:
     void Sample(const SSampleHitEventData &d) {
         if (!(d.validData & DR_THREAD_ID)) return;
         std::lock_guard lock(mutex_);
-        if (paused_) return;
+        if (paused_ || pausedThreads_.count(d.threadId) != 0) return;
         auto &slot = trees_[d.threadId];
         if (!slot) {
             slot = std::make_unique<SampleTree>();
@@ -124,10 +126,26 @@ public:
         std::lock_guard lock(mutex_);
         paused_ = false;
     }
+    // EcCustomCommand: sample points and per-thread pause (MPI's EControlCommand ids).
+    void Command(const SEcCustomCommandEventData &d) {
+        if (!(d.validData & DR_COMMAND) || d.szCommandData == nullptr) return;
+        if (d.uiCommandId == CC_SAMPLE) {
+            Emit(d.szCommandData);
+        } else if (d.uiCommandId == CC_THREAD_PAUSE || d.uiCommandId == CC_THREAD_RESUME) {
+            const TId thread = std::strtoull(d.szCommandData, nullptr, 10);
+            std::lock_guard lock(mutex_);
+            if (d.uiCommandId == CC_THREAD_PAUSE) pausedThreads_.insert(thread);
+            else pausedThreads_.erase(thread);
+        }
+    }
     void RateNotTaken(TResult r) { rateResult_ = r; }
     martini::clients::OutputDirectory &outputDirectory() { return outputDir_; }
 
-    void Finish() {
+    void Finish() { Emit(""); }
+
+    // The profile so far: at the end (label ""), or at a sample point, whose files are
+    // named <name>-<label>; collection goes on.
+    void Emit(const std::string &label) {
         std::lock_guard lock(mutex_);
         const std::uint64_t period = 1'000'000'000ull / o_.hz;
         const std::string clock = o_.wall ? "wall" : "cpu";
@@ -181,6 +199,14 @@ public:
                       {"samples_not_walkable", notWalkable_},
                       {"stacks_cut_at_depth", cut_},
                       {"samples_beyond_node_budget", beyond_}};
+        if (!label.empty()) {
+            martini::clients::OutputOptions out = o_.out;
+            out.name = o_.out.name + "-" + label;
+            std::fprintf(stderr, "cgprof: sample point '%s'\n", label.c_str());
+            martini::clients::WriteOutputs(p, out, outputDir_.Resolve(out));
+            std::fflush(stderr);
+            return;
+        }
         std::fprintf(stderr, "cgprof: sampled at %u Hz of %s time: %llu samples, %llu could not be walked%s\n", o_.hz,
                      o_.wall ? "wall-clock" : "CPU", (unsigned long long)samples_, (unsigned long long)notWalkable_,
                      rateResult_ == MRTE_RESULT_OK ? "" : " (the runtime did not take the rate: times assume it)");
@@ -201,6 +227,7 @@ private:
     bool paused_;
     std::unordered_map<TId, std::unique_ptr<SampleTree>> trees_;
     std::unordered_map<TId, std::string> threadNames_;
+    std::unordered_set<TId> pausedThreads_;
     std::uint64_t samples_ = 0, notWalkable_ = 0, cut_ = 0, beyond_ = 0;
     TResult rateResult_ = MRTE_RESULT_OK;
     martini::clients::OutputDirectory outputDir_;
@@ -216,6 +243,9 @@ struct SampledInstance {
     martini::clients::ForwardNoData<IVmShutdownEventObserver, SampledProfiler, &SampledProfiler::Finish> shutdown{profiler};
     martini::clients::ForwardNoData<IEcStartEventObserver, SampledProfiler, &SampledProfiler::Resume> start{profiler};
     martini::clients::ForwardNoData<IEcStopEventObserver, SampledProfiler, &SampledProfiler::Pause> stop{profiler};
+    martini::clients::Forward<IEcCustomCommandEventObserver, SampledProfiler, SEcCustomCommandEventData,
+                              &SampledProfiler::Command>
+        command{profiler, DR_COMMAND};
     martini::clients::OutputDirObserver outputDir{profiler.outputDirectory()};
     SampledInstance(IMpi &mpi, TId id, SampledOptions o) : profiler(mpi, id, std::move(o)) {}
 };
@@ -235,6 +265,7 @@ TResult InstantiateSampled(IMpi &mpi, TId clientId, SampledOptions options) {
     mpi.RegisterEvent(clientId, instance->threadStart);
     mpi.RegisterEvent(clientId, instance->start);
     mpi.RegisterEvent(clientId, instance->stop);
+    mpi.RegisterEvent(clientId, instance->command);
     mpi.RegisterEvent(clientId, instance->outputDir);
     if (const TResult rate = mpi.SetSamplingRate(clientId, o.hz, o.wall ? SC_WALL : SC_CPU); rate != MRTE_RESULT_OK) {
         std::fprintf(stderr, "cgprof: the runtime did not take %u Hz of %s time (result %d); sampling at its own rate\n",

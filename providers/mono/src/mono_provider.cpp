@@ -3,6 +3,7 @@
 #include "compiled_code.h"
 #include "heap.h"
 #include "metadata.h"
+#include "sampling.h"
 #include "threads.h"
 
 namespace martini::mono {
@@ -74,5 +75,7 @@ TResult MonoProvider::RunGc() noexcept {
     }
 }
 TResult MonoProvider::SetAllocationSampling(unsigned bytes) noexcept { return Heap::SetSampling(bytes); }
+
+TResult MonoProvider::SetSamplingRate(unsigned hz, bool wall) noexcept { return Sampling::SetRate(hz, wall); }
 
 }  // namespace martini::mono

@@ -21,6 +21,7 @@ public:
     TResult CurrentThread(TId &) noexcept override;
     TResult RunGc() noexcept override;
     TResult SetAllocationSampling(unsigned bytes) noexcept override;
+    TResult SetSamplingRate(unsigned hz, bool wall) noexcept override;
 };
 
 }  // namespace martini::mono

@@ -19,12 +19,31 @@ namespace {
 sem_t gStop;  // wakes the delivery thread at VmShutdown
 std::timed_mutex gDrainMutex;
 unsigned gFrequency = 1000;
+bool gWall = false;
+bool gRateSet = false;     // a client chose the rate (IMpi::SetSamplingRate)
+bool gSamplerOwned = false;  // Mono's sampler is this module's (Decide)
+
+MonoProfilerSampleMode ModeFor(bool wall) {
+    return wall ? MONO_PROFILER_SAMPLE_MODE_REAL : MONO_PROFILER_SAMPLE_MODE_PROCESS;
+}
 }  // namespace
+
+TResult Sampling::SetRate(unsigned hz, bool wall) {
+    if (hz == 0) return MRTE_ERROR_ILLEGAL_ARGUMENT;
+    gFrequency = hz;
+    gWall = wall;
+    gRateSet = true;
+    if (gSamplerOwned && !stop_.load(std::memory_order_acquire)) {
+        mono_profiler_set_sample_mode(Vm::Handle(), ModeFor(wall), hz);
+    }
+    return MRTE_RESULT_OK;
+}
 
 void Sampling::Decide(MonoProfilerHandle h) {
     wanted_ = Vm::Wants(EV_SAMPLE_HIT);
     if (!wanted_) return;
-    if (const char *hz = std::getenv("MARTINI_MONO_SAMPLE_HZ"); hz != nullptr && *hz != '\0') {
+    // MARTINI_MONO_SAMPLE_HZ: the rate when no client chose one.
+    if (const char *hz = std::getenv("MARTINI_MONO_SAMPLE_HZ"); !gRateSet && hz != nullptr && *hz != '\0') {
         char *end = nullptr;
         const unsigned long v = std::strtoul(hz, &end, 10);
         if (*end != '\0' || v == 0 || v > 100000) {
@@ -41,8 +60,10 @@ void Sampling::Decide(MonoProfilerHandle h) {
     cells_ = new Cell[kSlots];
     for (std::size_t i = 0; i < kSlots; ++i) cells_[i].sequence.store(i, std::memory_order_relaxed);
     sem_init(&gStop, 0, 0);
-    // CPU time of the process: a thread that does not run is not sampled.
-    mono_profiler_set_sample_mode(h, MONO_PROFILER_SAMPLE_MODE_PROCESS, gFrequency);
+    // PROCESS (CPU time of the process: a thread that does not run is not sampled)
+    // unless a client asked for wall-clock time.
+    gSamplerOwned = true;
+    mono_profiler_set_sample_mode(h, ModeFor(gWall), gFrequency);
 }
 
 void Sampling::SetCallbacks(MonoProfilerHandle h) {

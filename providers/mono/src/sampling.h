@@ -25,6 +25,11 @@ public:
     static void Decide(MonoProfilerHandle h);
     static void SetCallbacks(MonoProfilerHandle h);
     static bool Wanted() { return wanted_; }
+    // IMpi::SetSamplingRate through the core: SC_CPU is Mono's PROCESS mode (the
+    // process's CPU clock), SC_WALL its REAL mode (every thread, running or not). Called
+    // from MPICL_Instantiate it sets what Decide starts Mono's sampler with; later it
+    // switches the running sampler at once.
+    static TResult SetRate(unsigned hz, bool wall);
     // VmInit: the delivery thread starts.
     static void Start();
     // VmShutdown: the sampler stops and what is queued is delivered (on this thread).

@@ -90,6 +90,21 @@ fact() { sed -n "s/^events: $1 //p" "$work/work.err"; }
 read -r samples _ spin <<<"$(fact samples)"
 [ "${samples:-0}" -gt 0 ] && [ "${spin:-0}" -ge 10 ] && ok ||
   fail "SampleHit: $samples samples, $spin in Spin (a 400 ms busy loop)"
+# cgprof's sample mode: the rate it asks for (IMpi::SetSamplingRate) is taken, and the
+# 400 ms busy loop is where the samples are.
+mkdir -p "$work/sampled"
+mono --debug --profile="martini:$build/clients/cgprof/libcgprof.so=sample=200,top=0,formats=json,out=$work/sampled" \
+  "$exes/Work.exe" >"$work/sampled.out" 2>"$work/sampled.err" || fail "Work.exe under cgprof=sample"
+if grep -q "did not take" "$work/sampled.err"; then fail "cgprof=sample=200: the rate was refused: $(cat "$work/sampled.err")"
+else ok; fi
+python3 - "$work/sampled/cgprof.json" <<'PY' && ok || fail "cgprof=sample=200: no samples in Work.Spin ($work/sampled.err: $(tail -3 "$work/sampled.err"))"
+import json, sys
+p = json.load(open(sys.argv[1]))
+frames = [f["name"] for f in p["frames"]]
+k = [m["name"] for m in p["metrics"]].index("samples")
+spin = sum(n[2 + k] for n in p["merged"]["nodes"][1:] if "Spin" in frames[n[1]])
+sys.exit(0 if spin >= 10 and p.get("periodNs") == 5000000 else 1)
+PY
 read -r starts ends _ unpaired <<<"$(fact gc)"
 [ "${starts:-0}" -ge 2 ] && [ "$starts" = "$ends" ] && [ "$unpaired" = 0 ] && ok ||
   fail "GcStart/GcEnd: $starts starts, $ends ends, $unpaired out of order"
