@@ -70,6 +70,17 @@ if go:
           g.returncode == 0 and re.search(r"PeriodType: wall nanoseconds", g.stdout), g.stdout[:800] + g.stderr)
     check("pprof: functions carry their first line (main's body starts at Shop.java:79)",
           re.search(r"shop\.Shop\.main \S*Shop\.java:79 s=79", g.stdout), g.stdout[-3000:])
+    check("pprof: a caller's location is the line of its call (placeOrder is called at Shop.java:88 of the "
+          "lambda, which starts at 87)",
+          re.search(r"shop\.Shop\.lambda\$main\$0 \S*Shop\.java:88 s=87", g.stdout), g.stdout[-3000:])
+# The call sites in the JSON (Node::callLine, "callLines"): reserve is called at line 68 of placeOrder.
+merged_nodes = profile["merged"]["nodes"]
+call_lines = profile["merged"].get("callLines", [0] * len(merged_nodes))
+sites = {(frames[merged_nodes[n[0]][1]] if n[0] > 0 else "", frames[n[1]]): call_lines[i]
+         for i, n in enumerate(merged_nodes) if i > 0}
+check("JSON: call-site lines (placeOrder calls reserve at Shop.java:68, reserve calls take at 46)",
+      sites.get(("shop.Shop$OrderService.placeOrder", "shop.Shop$Inventory.reserve")) == 68
+      and sites.get(("shop.Shop$Inventory.reserve", "shop.Shop$Warehouse.take")) == 46, sites)
 main_frame = next(f for f in profile["frames"] if f["name"] == "shop.Shop.main")
 check("JSON frames carry the method's first line", main_frame.get("line") == 79, main_frame)
 

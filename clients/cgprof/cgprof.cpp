@@ -61,6 +61,8 @@ const char kUsage[] =
     "                    kept per method under \"(more call paths)\", so per-method figures stay exact\n"
     "  trace=N           time mode: the first N calls entered become Chrome trace slices (default 100000)\n"
     "  paused            start paused: the call-graph group is enabled by an EcStart command\n"
+    "  lines             call-site lines for pprof: a short stack walk per new calling context (on when\n"
+    "                    pprof is among the formats)\n"
     "  sample[=HZ]       sample mode: trees from SampleHit stacks at HZ per second per thread (default 100,\n"
     "                    at most 10000), time estimated from the samples; nothing instrumented\n"
     "  wall              sample mode on wall-clock time (every thread, sleeping and blocked too), not CPU time\n";
@@ -75,6 +77,7 @@ struct Options {
     std::size_t nodes = 500000;
     std::uint64_t trace = 100000;
     bool paused = false;
+    bool lines = false;     // call-site lines (Node::callLine)
     unsigned sampleHz = 0;  // sample mode when not 0
     bool wall = false;
     bool exactOnly = false;  // an option of the exact modes was given (counts, cpu, trace, filters)
@@ -98,11 +101,12 @@ std::string ParseOptions(const char *text, Options &o) {
         auto needValue = [&]() -> std::string {
             return it.hasValue && !it.value.empty() ? "" : "option '" + k + "' needs a value (" + k + "=...)";
         };
-        if ((k == "counts" || k == "time" || k == "cpu" || k == "paused") && it.hasValue) {
+        if ((k == "counts" || k == "time" || k == "cpu" || k == "paused" || k == "lines") && it.hasValue) {
             return "option '" + k + "' takes no value";
         }
         if (k == "wall" && it.hasValue) return "option 'wall' takes no value";
-        if (k == "counts" || k == "cpu" || k == "trace" || k == "include" || k == "exclude" || k == "filter") {
+        if (k == "counts" || k == "cpu" || k == "trace" || k == "include" || k == "exclude" || k == "filter" ||
+            k == "lines") {
             o.exactOnly = true;
         }
         if (k == "sample") {
@@ -116,6 +120,7 @@ std::string ParseOptions(const char *text, Options &o) {
         else if (k == "time") o.time = true;
         else if (k == "cpu") o.cpu = true;
         else if (k == "paused") o.paused = true;
+        else if (k == "lines") o.lines = true;
         else if (k == "include" || k == "exclude") {
             if (auto e = needValue(); !e.empty()) return e;
             (k == "include" ? o.includes : o.excludes).push_back(it.value);
@@ -138,8 +143,10 @@ std::string ParseOptions(const char *text, Options &o) {
     }
     if (o.wall && o.sampleHz == 0) return "option 'wall' needs sample mode (sample[=HZ],wall)";
     if (o.sampleHz != 0 && o.exactOnly) {
-        return "sample mode takes none of counts, cpu, trace=, include=, exclude=, filter= (SampleHit has no filters)";
+        return "sample mode takes none of counts, cpu, trace=, include=, exclude=, filter=, lines (SampleHit has no "
+               "filters; its stacks have their lines)";
     }
+    if (o.out.formats & report::kPprof) o.lines = true;
     if (o.cpu && !o.time) return "option 'cpu' needs time mode (drop 'counts')";
     if (!o.filter.empty() && (!o.includes.empty() || !o.excludes.empty())) {
         return "give either filter= or include=/exclude=, not both";
@@ -158,6 +165,7 @@ struct CallNode {
     std::uint32_t firstChild = kNone;
     std::uint32_t nextSibling = kNone;
     std::uint32_t childCount = 0;
+    std::uint32_t callLine = 0;  // the call site in the parent's method (`lines`), 0 when unknown
     std::uint64_t calls = 0;
     std::uint64_t wallNs = 0;  // inclusive
     std::uint64_t cpuNs = 0;   // inclusive
@@ -361,7 +369,11 @@ public:
             return;
         }
         const std::uint32_t parent = t.stack.empty() ? 0 : t.stack.back().node;
+        const std::size_t known = t.nodes.size();
         const std::uint32_t node = parent == kNone ? kNone : t.Child(parent, method, o_.nodes);
+        if (o_.lines && parent != 0 && node != kNone && t.nodes.size() != known) {
+            t.nodes[node].callLine = CallSiteLine(threadId, method, t.nodes[parent].method);
+        }
         BeyondBudget *beyond = nullptr;
         if (node != kNone) {
             ++t.nodes[node].calls;
@@ -378,6 +390,23 @@ public:
             if (!traced) ++t.callsNotTraced;
         }
         t.stack.push_back({node, method, beyond, wall, cpu, t.excludedNs, traced});
+    }
+
+    // The line in `caller` at which it calls `callee`, from the thread's stack: once per
+    // new calling context, so the walk's cost follows the profile's size, not the calls.
+    std::uint32_t CallSiteLine(TId threadId, TId callee, TId caller) {
+        constexpr unsigned kFrames = 8;  // the callee is on top, below the runtime's own frames, if any
+        SStackEntry frames[kFrames];
+        SThreadInfo info;
+        info.stackTrace.entries = frames;
+        info.stackTrace.uiSize = kFrames;
+        const TResult r = mpi_.GetThreadInfo(id_, threadId, DR_VM_CALL_STACK, &info);
+        if (r != MRTE_RESULT_OK && r != MRTE_ERROR_BUFFER_TOO_SHORT) return 0;
+        const unsigned n = std::min(kFrames, info.stackTrace.uiActualSize);
+        for (unsigned i = 0; i + 1 < n; ++i) {
+            if (frames[i].methodId == callee) return frames[i + 1].methodId == caller ? frames[i + 1].uiLineNumber : 0;
+        }
+        return 0;
     }
 
     void Leave(TId threadId, TId method, std::uint64_t wall, std::uint64_t cpu, bool exceptional) {
@@ -625,6 +654,7 @@ void Profiler::Emit(std::vector<TreeCopy> &trees, const std::string &label) {
         for (std::uint32_t i = 1; i < t.nodes.size(); ++i) {
             const CallNode &n = t.nodes[i];
             to[i] = tree.Add(to[n.parent], frame(n.method), m);
+            tree.nodes[to[i]].callLine = n.callLine;
             // Exclusive = inclusive minus the children's inclusive (never negative).
             std::uint64_t childWall = n.detachedWall, childCpu = n.detachedCpu;
             for (std::uint32_t c = n.firstChild; c != kNone; c = t.nodes[c].nextSibling) {

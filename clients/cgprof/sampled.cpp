@@ -47,6 +47,7 @@ struct SampleNode {
     TId method = 0;
     std::uint32_t parent = kNone;
     std::uint64_t self = 0;  // samples whose innermost frame is this path
+    std::uint32_t callLine = 0;  // the call site in the parent's method, 0 when unknown
 };
 
 struct SampleTree {
@@ -101,6 +102,10 @@ public:
         }
         for (std::size_t i = kept; i-- > 0;) {
             const std::uint32_t child = t.Child(node, d.stackTrace.entries[i].methodId, o_.nodes);
+            // The call site: where the frame below was when the sample was taken.
+            if (child != kNone && i + 1 < kept && t.nodes[child].callLine == 0) {
+                t.nodes[child].callLine = d.stackTrace.entries[i + 1].uiLineNumber;
+            }
             if (child == kNone) {
                 // Past the node budget: the sample is kept for its innermost method.
                 ++beyond_;
@@ -187,6 +192,7 @@ public:
             for (std::uint32_t i = 1; i < t->nodes.size(); ++i) {
                 const SampleNode &n = t->nodes[i];
                 to[i] = tree.Add(to[n.parent], frame(n.method), 2);
+                tree.nodes[to[i]].callLine = n.callLine;
                 tree.nodes[to[i]].self = {n.self, n.self * period};
             }
             if (tree.nodes.size() > 1) p.threads.push_back(std::move(tree));

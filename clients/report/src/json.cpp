@@ -3,6 +3,7 @@
 
 #include "text_out.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
@@ -37,7 +38,18 @@ void TreeJson(detail::TextOut &out, const Tree &tree, const std::string &name) {
         out << ']';
         out.MaybeFlush();
     }
-    out << "]}";
+    out << ']';
+    // Call-site lines, one per node (the root's 0), when any is known.
+    if (std::any_of(tree.nodes.begin(), tree.nodes.end(), [](const Node &n) { return n.callLine != 0; })) {
+        out << ",\"callLines\":[";
+        for (std::size_t i = 0; i < tree.nodes.size(); ++i) {
+            if (i != 0) out << ',';
+            out << tree.nodes[i].callLine;
+            out.MaybeFlush();
+        }
+        out << ']';
+    }
+    out << '}';
 }
 
 // Reader helpers: each failure names the field.
@@ -96,6 +108,16 @@ Tree ReadTree(const json &j, const std::string &where, std::size_t metrics, std:
         for (std::size_t k = 0; k < metrics; ++k) n.self.push_back(Unsigned(row[2 + k], at + " value " + std::to_string(k)));
         tree.nodes.push_back(std::move(n));
         if (i > 0) tree.nodes[tree.nodes.back().parent].children.push_back(static_cast<std::uint32_t>(i));
+    }
+    if (auto it = j.find("callLines"); it != j.end()) {
+        if (!it->is_array() || it->size() != tree.nodes.size()) {
+            throw Bad{where + ".callLines: expected one line per node (" + std::to_string(tree.nodes.size()) + ")"};
+        }
+        for (std::size_t i = 0; i < tree.nodes.size(); ++i) {
+            const std::uint64_t line = Unsigned((*it)[i], where + ".callLines[" + std::to_string(i) + "]");
+            if (line > 0xffffffffu) throw Bad{where + ".callLines[" + std::to_string(i) + "]: not a line number"};
+            tree.nodes[i].callLine = static_cast<std::uint32_t>(line);
+        }
     }
     return tree;
 }

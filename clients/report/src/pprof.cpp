@@ -66,8 +66,10 @@ std::string WritePprof(const Profile &profile, const std::string &path) {
         period->set_unit(strings.Index(m.unit));
         pb.set_period(profile.periodNs != 0 ? static_cast<std::int64_t>(profile.periodNs) : 1);
     }
-    // One function and one location per frame; ids are frame index + 1. The line is
-    // the method's first line (Frame::line): MethodEnter gives no call site.
+    // One function and one location per frame; ids are frame index + 1, with the
+    // method's first line (Frame::line): the leaf of a sample, and callers whose call
+    // site is not known. A caller whose call site is known (Node::callLine) gets a
+    // location for that line, made on first use (ids after the cut marker's).
     for (std::size_t i = 0; i < profile.frames.size(); ++i) {
         const Frame &f = profile.frames[i];
         auto *fn = pb.add_function();
@@ -88,6 +90,19 @@ std::string WritePprof(const Profile &profile, const std::string &path) {
     // with the whole stack (quadratic in the depth). Flat values per method stay exact.
     const std::uint64_t cutLocation = profile.frames.size() + 1;
     bool cutAdded = false;
+    std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint64_t> callSites;  // (frame, line): location id
+    auto LocationOf = [&](std::uint32_t frame, std::uint32_t line) -> std::uint64_t {
+        if (line == 0 || static_cast<int>(line) == profile.frames[frame].line) return frame + 1ull;
+        auto [it, added] = callSites.emplace(std::pair{frame, line}, cutLocation + 1 + callSites.size());
+        if (added) {
+            auto *loc = pb.add_location();
+            loc->set_id(it->second);
+            auto *l = loc->add_line();
+            l->set_function_id(frame + 1ull);
+            l->set_line(line);
+        }
+        return it->second;
+    };
     const std::int64_t threadKey = strings.Index("thread");
     const std::size_t metrics = profile.metrics.size();
     std::vector<std::uint32_t> depth;
@@ -112,8 +127,10 @@ std::string WritePprof(const Profile &profile, const std::string &path) {
                 s->add_location_id(cutFrame + 1ull);
                 s->add_location_id(cutLocation);
             }
+            std::uint32_t line = 0;  // the call site in `at` of the frame below it
             for (std::uint32_t at = leaf; at != 0 && at != kNoParent; at = tree.nodes[at].parent) {
-                s->add_location_id(tree.nodes[at].frame + 1ull);
+                s->add_location_id(LocationOf(tree.nodes[at].frame, at == leaf ? 0 : line));
+                line = tree.nodes[at].callLine;
             }
             for (std::size_t k = 0; k < metrics; ++k) s->add_value(static_cast<std::int64_t>(k < values.size() ? values[k] : 0));
             auto *label = s->add_label();

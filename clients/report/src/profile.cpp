@@ -153,6 +153,7 @@ void Profile::Merge() {
             const Node &n = tree.nodes[i];
             const std::uint32_t target = n.parent == kNoParent ? 0 : merged.ChildOf(to[n.parent], n.frame, m);
             to[i] = target;
+            if (merged.nodes[target].callLine == 0) merged.nodes[target].callLine = n.callLine;
             for (std::size_t k = 0; k < m && k < n.self.size(); ++k) merged.nodes[target].self[k] += n.self[k];
         }
     }

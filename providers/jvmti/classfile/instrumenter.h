@@ -100,6 +100,7 @@ inline constexpr std::uint16_t kAccSynthetic = 0x1000;
 struct LineEntry {
     std::uint32_t offset;  // bytecode index in the original code
     std::uint32_t line;
+    bool operator==(const LineEntry &) const = default;
 };
 
 // What a class declares, as the filters and the data requests need it.

@@ -347,7 +347,7 @@ void ClassRegistry::AppendFrames(const jvmtiFrameInfo *frames, jint count, std::
         const TId mid = MethodIdOf(frames[i].method);
         const MethodRecord *m = methods_.Get(mid);
         const auto loc = static_cast<std::uint32_t>(frames[i].location);
-        out.push_back({mid, frames[i].location < 0 ? ~0u : loc, m ? LineAt(m->lines, loc) : 0u});
+        out.push_back({mid, frames[i].location < 0 ? ~0u : loc, m ? m->RunLineAt(loc) : 0u});
     }
 }
 

@@ -13,6 +13,7 @@
 #pragma once
 
 #include "instrumenter.h"
+#include "jvm_support.h"
 #include "tables.h"
 
 #include <memory>
@@ -29,7 +30,16 @@ struct MethodRecord {
     std::string descriptor;
     std::uint16_t access = 0;
     bool hasCode = false;
-    std::vector<LineEntry> lines;
+    std::vector<LineEntry> lines;  // of the class file as loaded (offsets of the original code)
+    // The line table of the code the JVM runs, when probes moved its offsets (null:
+    // `lines`). Set before the class's code reaches the JVM; a table replaced at a
+    // retransformation is kept (a walk on another thread may still read it).
+    std::atomic<const std::vector<LineEntry> *> runLines{nullptr};
+    // The line of a bytecode index of the running code (a stack frame's location).
+    unsigned RunLineAt(std::uint32_t bci) const {
+        const std::vector<LineEntry> *run = runLines.load(std::memory_order_acquire);
+        return LineAt(run != nullptr ? *run : lines, bci);
+    }
     // A constructor that delegates with this(...) in a class with allocation probes:
     // the bytecode index of that call in the loaded code (-1: none). A frame of this
     // constructor stopped there belongs to the object being constructed (Allocations).

@@ -113,12 +113,37 @@ std::vector<std::uint8_t> Instrumentation::OnClassFile(JNIEnv *jni, jobject load
             r->delegationBci.store(static_cast<std::int32_t>(result.delegationOffsets[i]), std::memory_order_relaxed);
         }
     }
+    SetRunLines(load, result);
     if (load.allocProbe != 0 && redefined != nullptr) Allocations::BindClass(jni, load.allocProbe, redefined);
     if (result.changed) Dump(name, result.bytes);
     if (load.classId != 0) Modules::Assign(jni, loader, protectionDomain, name, *ClassRegistry::Class(load.classId));
     if (load.classId != 0 && result.changed) ClassRegistry::Class(load.classId)->probed.store(true);
     if (load.newClass && redefined == nullptr) ClassRegistry::RaiseDeclared(load.classId);
     return result.changed ? std::move(result.bytes) : std::vector<std::uint8_t>{};
+}
+
+void Instrumentation::SetRunLines(const ClassLoad &load, const InstrumentResult &result) {
+    // The probes moved the code's offsets: the rewritten class's own line tables map a
+    // stack frame's bytecode index to its line (GetThreadInfo's stacks, allocation
+    // stacks, samples). Unchanged methods read the loaded tables.
+    ClassDecl run;
+    if (result.changed) {
+        InstrumentResult parsed = ParseClass(result.bytes);
+        if (parsed.parsed && parsed.decl.methods.size() == result.decl.methods.size()) run = std::move(parsed.decl);
+    }
+    for (std::size_t i = 0; i < load.ids.size() && i < result.decl.methods.size(); ++i) {
+        MethodRecord *r = ClassRegistry::Method(load.ids[i]);
+        if (r == nullptr) continue;
+        const std::vector<LineEntry> *table = nullptr;
+        if (i < run.methods.size() && run.methods[i].name == result.decl.methods[i].name &&
+            run.methods[i].descriptor == result.decl.methods[i].descriptor &&
+            run.methods[i].lines != result.decl.methods[i].lines) {
+            auto lines = run.methods[i].lines;
+            std::sort(lines.begin(), lines.end(), [](auto &a, auto &b) { return a.offset < b.offset; });
+            table = new std::vector<LineEntry>(std::move(lines));  // kept: see MethodRecord::runLines
+        }
+        r->runLines.store(table, std::memory_order_release);
+    }
 }
 
 void Instrumentation::Count(const char *name, const InstrumentResult &result) {

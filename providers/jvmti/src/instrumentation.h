@@ -70,6 +70,7 @@ private:
                                                  const char *name, std::span<const std::uint8_t> bytes,
                                                  jclass redefined);
     static void Count(const char *name, const InstrumentResult &result);
+    static void SetRunLines(const ClassLoad &load, const InstrumentResult &result);
     static void Dump(const char *name, const std::vector<std::uint8_t> &bytes);
     static bool RegisterNatives(JNIEnv *jni, jclass probes);
     static void ReadProbesModule(JNIEnv *jni, jclass probes);

@@ -616,7 +616,7 @@ std::size_t Sampling::Drain() {
                 const MethodRecord *m = ClassRegistry::Method(method);
                 const bool java = f.lineno >= 0;
                 const auto bci = static_cast<std::uint32_t>(f.lineno);
-                stack.push_back({method, java ? bci : ~0u, java && m != nullptr ? LineAt(m->lines, bci) : 0u});
+                stack.push_back({method, java ? bci : ~0u, java && m != nullptr ? m->RunLineAt(bci) : 0u});
             }
         } else {
             const int cause = -n;

@@ -59,6 +59,9 @@ struct Node {
     std::uint32_t parent = kNoParent;  // index of the parent node; kNoParent for the root
     std::vector<std::uint64_t> self;   // one value per metric
     std::vector<std::uint32_t> children;
+    // The line in the parent frame's method at which this frame is called (the call
+    // site; the first one seen when there are several), 0 when unknown.
+    std::uint32_t callLine = 0;
 };
 
 // One calling-context tree. nodes[0] is the root (no frame); a parent always comes
