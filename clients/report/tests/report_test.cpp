@@ -360,6 +360,40 @@ TEST(Pprof, PeriodTypeLinesAndThreadLabels) {
     EXPECT_EQ(pb.string_table(pb.sample(0).label(0).str()), "thread 6");
 }
 
+TEST(Pprof, CallersAreAtTheLineOfTheirCall) {
+    report::Profile p;
+    p.tool = "cgprof";
+    p.metrics = {{"calls", "count"}};
+    p.frames = {MethodFrame("shop.Shop", "main", "", 10), MethodFrame("shop.Cart", "add", "", 30),
+                MethodFrame("shop.Cart", "total", "", 40)};
+    report::Tree &t = NewThread(p, 1, "main");
+    const std::uint32_t add = AddPath(p, t, {0, 1});
+    t.nodes[add].self = {2};
+    t.nodes[add].callLine = 14;  // main calls add at line 14
+    const std::uint32_t total = AddPath(p, t, {0, 2});
+    t.nodes[total].self = {1};  // call site unknown: main's first line
+    p.Merge();
+    EXPECT_EQ(p.merged.nodes[2].callLine, 14u);
+    const std::string path = (std::filesystem::temp_directory_path() / "report-test-lines.pb.gz").string();
+    ASSERT_EQ(report::WritePprof(p, path), "");
+    const auto pb = ReadPprof(path);
+    std::remove(path.c_str());
+    auto lineOf = [&](std::uint64_t location) -> std::pair<std::uint64_t, std::int64_t> {
+        for (const auto &l : pb.location()) {
+            if (l.id() == location) return {l.line(0).function_id(), l.line(0).line()};
+        }
+        return {0, -1};
+    };
+    std::vector<std::vector<std::pair<std::uint64_t, std::int64_t>>> stacks;
+    for (const auto &sample : pb.sample()) {
+        stacks.emplace_back();
+        for (std::uint64_t id : sample.location_id()) stacks.back().push_back(lineOf(id));
+    }
+    using Stack = std::vector<std::pair<std::uint64_t, std::int64_t>>;
+    EXPECT_NE(std::find(stacks.begin(), stacks.end(), Stack{{2, 30}, {1, 14}}), stacks.end());  // add, main:14
+    EXPECT_NE(std::find(stacks.begin(), stacks.end(), Stack{{3, 40}, {1, 10}}), stacks.end());  // total, main:10
+}
+
 TEST(Pprof, PathsDeeperThanTheCapShareOneCutSample) {
     report::Profile p = Chain(600);
     const std::string path = (std::filesystem::temp_directory_path() / "report-test-deep.pb.gz").string();
@@ -400,6 +434,25 @@ TEST(Json, StreamedWriterRoundTripsAndEscapes) {
     EXPECT_EQ(back.threadNames[0].name, "thread 3");
     EXPECT_EQ(back.counters.size(), 2u);
     EXPECT_EQ(back.defaultMetric, 1u);
+    EXPECT_EQ(doc["threads"][0].count("callLines"), 0u);  // none known: not written
+}
+
+TEST(Json, CallLinesRoundTripAndAreChecked) {
+    report::Profile p = HeapProfile();
+    p.threads[0].nodes[2].callLine = 77;
+    p.Merge();
+    std::ostringstream out;
+    report::WriteJson(p, out);
+    std::istringstream in(out.str());
+    report::Profile back;
+    ASSERT_EQ(report::ReadJson(in, back), "");
+    EXPECT_EQ(back.threads[0].nodes[2].callLine, 77u);
+    EXPECT_EQ(back.merged.nodes[2].callLine, 77u);
+    json doc = json::parse(out.str());
+    doc["threads"][0]["callLines"] = json::array({0, 1});
+    std::istringstream bad(doc.dump());
+    EXPECT_NE(report::ReadJson(bad, back).find("threads[0].callLines: expected one line per node (3)"),
+              std::string::npos);
 }
 
 }  // namespace
