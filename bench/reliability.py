@@ -8,8 +8,8 @@ JVMTI MethodEntry oracle. Each case ends as one of
   lost     the program ran, but part of the profile is missing or wrong and nothing said so
   crashed  the JVM died (signal, hs_err file) or hung
 
-and the totals are printed last (docs/reliability.md keeps the latest). Not part of
-the test suite (it takes a few minutes); each defect it found has its own test.
+and the totals are printed last (docs/reliability.md keeps the latest). Also the test
+`reliability-java`; each defect it found has a test of its own too.
 
 usage: python3 bench/reliability.py [BUILD_DIR]     (default: build)
 """
