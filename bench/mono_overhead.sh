@@ -24,6 +24,8 @@
 #   samples      a SampleHit consumer asking for DR_THREAD_ID | DR_VM_CALL_STACK |
 #                DR_CPU_TIMESTAMP (providers/mono/tests/events_client.cpp's shape:
 #                bench/clients/sample_only), Mono's sampler at MARTINI_MONO_SAMPLE_HZ (1000)
+#   cgprof-sample  cgprof=sample: trees from SampleHit at the 100 Hz of process CPU time
+#                it asks for (IMpi::SetSamplingRate), no files
 #   log-calls    Mono's log profiler, --profile=log:calls (libmono-profiler, installed if missing)
 #   log-sample   Mono's log profiler, --profile=log:sample
 # Prints the median wall time of each configuration and its ratio to plain.
@@ -47,13 +49,13 @@ trap 'rm -rf "$work"' EXIT
 mcs -optimize+ -nologo -out:"$work/CallHeavy.exe" bench/mono/CallHeavy.cs
 export LD_LIBRARY_PATH="$module_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
-configs=(plain no-inline none-wanted counts cgprof-time samples log-calls log-sample)
+configs=(plain no-inline none-wanted counts cgprof-time samples cgprof-sample log-calls log-sample)
 if [ -n "${CONFIGS:-}" ]; then
   read -r -a chosen <<<"$CONFIGS"
   configs=(plain)
   for c in "${chosen[@]}"; do
     [ "$c" = plain ] && continue
-    case " no-inline none-wanted counts cgprof-time samples log-calls log-sample " in
+    case " no-inline none-wanted counts cgprof-time samples cgprof-sample log-calls log-sample " in
       *" $c "*) configs+=("$c") ;;
       *) echo "unknown configuration '$c'"; exit 2 ;;
     esac
@@ -68,6 +70,7 @@ args_for() {
     counts) echo "-O=-aot --profile=martini:$count" ;;
     cgprof-time) echo "-O=-aot --profile=martini:cgprof=top=0,formats=none,trace=0" ;;
     samples) echo "-O=-aot --profile=martini:$samples" ;;
+    cgprof-sample) echo "-O=-aot --profile=martini:cgprof=sample,top=0,formats=none" ;;
     log-calls) echo "-O=-aot --profile=log:calls,nodefaults,output=$work/calls.mlpd" ;;
     log-sample) echo "-O=-aot --profile=log:sample,nodefaults,output=$work/sample.mlpd" ;;
   esac

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 namespace martini::core {
 
@@ -352,10 +353,15 @@ TResult Registry::SetAllocationSamplingInterval(TId clientId, unsigned int bytes
     });
 }
 
-TResult Registry::SetSamplingRate(TId clientId, unsigned int hz, ESamplingClock clock) noexcept {
+TResult Registry::SetSamplingRate(TId clientId, unsigned int hz, ESamplingClock givenClock) noexcept {
+    // A client may pass any bits as the clock: read them as an integer (a value outside
+    // the enumeration is no value of its type, and loading it as one is undefined).
+    std::underlying_type_t<ESamplingClock> raw;
+    std::memcpy(&raw, &givenClock, sizeof raw);
     return Guarded([&]() -> TResult {
         if (Find(clientId) == nullptr) return MRTE_ERROR_ILLEGAL_ID;
-        if (hz == 0 || hz > kMaxSamplingHz || (clock != SC_CPU && clock != SC_WALL)) return MRTE_ERROR_ILLEGAL_ARGUMENT;
+        if (hz == 0 || hz > kMaxSamplingHz || (raw != SC_CPU && raw != SC_WALL)) return MRTE_ERROR_ILLEGAL_ARGUMENT;
+        const ESamplingClock clock = raw == SC_WALL ? SC_WALL : SC_CPU;
         std::lock_guard lock(samplingMutex_);
         if (samplingHz_ != 0 && clock != samplingClock_) return MRTE_ERROR_NOT_SUPPORTED;  // the first clock holds
         if (samplingHz_ >= hz) return MRTE_RESULT_OK;  // a higher rate holds
