@@ -58,10 +58,12 @@ public:
     }
 
     template <class T>
-    void Array(BitSet item, const std::vector<T> &from, SArray<T> &to, std::size_t limit = 0) {
+    // `total`: how many elements there are when `from` holds only the first ones.
+    void Array(BitSet item, const std::vector<T> &from, SArray<T> &to, std::size_t limit = 0, std::size_t total = 0) {
         if (!Has(item)) return;
-        const std::size_t n = limit == 0 ? from.size() : std::min(limit, from.size());
-        const std::size_t written = std::min<std::size_t>(n, to.uiSize);
+        const std::size_t all = std::max(total, from.size());
+        const std::size_t n = limit == 0 ? all : std::min(limit, all);
+        const std::size_t written = std::min({n, from.size(), std::size_t{to.uiSize}});
         if (written > 0) std::copy_n(from.begin(), written, to.entries);
         to.uiActualSize = static_cast<unsigned int>(n);
         if (n > to.uiSize) {
@@ -117,7 +119,7 @@ TResult WriteThread(BitSet requested, unsigned maxDepth, const ThreadFacts &f, S
     w.String(DR_THREAD_GROUP, f.group, to.szGroupName, to.uiGroupNameSize);
     w.Value(DR_THREAD_PARENT_ID, f.parentThreadId, to.parentThreadId);
     w.Value(DR_THREAD_STATE, f.state, to.state);
-    w.Array(DR_VM_CALL_STACK, f.stack, to.stackTrace, maxDepth);
+    w.Array(DR_VM_CALL_STACK, f.stack, to.stackTrace, maxDepth, f.stackDepth);
     w.Value(DR_THREAD_CPU_TIME, f.cpuTimeNs, to.uiCpuTime);
     w.Value(DR_OBJECT_ID, f.threadObjectId, to.threadObjectId);
     return w.Result();
@@ -214,7 +216,10 @@ TResult Registry::GetThreadInfo(TId clientId, TId threadId, BitSet requested, ST
         if (TResult r = CheckRequest(clientId, p, requested, kThreadItems); r != MRTE_RESULT_OK) return r;
         if (ThreadBuffersMissing(requested, *p)) return MRTE_ERROR_NULL_PTR;
         ThreadFacts f;
-        if (TResult r = provider_.DescribeThread(threadId, requested, 0, f); r != MRTE_RESULT_OK) return r;
+        // The provider need not collect more frames than the buffer holds (a deep stack
+        // walked for a few frames costs its whole depth otherwise).
+        const unsigned frames = (requested & DR_VM_CALL_STACK) != 0 ? p->stackTrace.uiSize : 0;
+        if (TResult r = provider_.DescribeThread(threadId, requested, frames, f); r != MRTE_RESULT_OK) return r;
         return WriteThread(requested, 0, f, *p);
     });
 }

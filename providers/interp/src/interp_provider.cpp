@@ -542,6 +542,7 @@ TResult InterpProvider::DescribeThread(TId id, BitSet requested, unsigned maxFra
     if ((requested & DR_VM_CALL_STACK) && Current() == &t) {
         const std::size_t n = t.frames.size();
         const std::size_t take = maxFrames == 0 ? n : std::min<std::size_t>(n, maxFrames);
+        f.stackDepth = n;
         f.stack.reserve(take);
         for (std::size_t i = 0; i < take; ++i) {
             const MethodRecord *m = t.frames[n - 1 - i].method;

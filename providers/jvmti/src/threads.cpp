@@ -217,6 +217,10 @@ TResult Threads::DescribeLive(jthread thread, BitSet requested, unsigned maxFram
         if (jvmti->GetStackTrace(thread, 0, depth, frames.data(), &count) == JVMTI_ERROR_NONE) {
             ClassRegistry::AppendFrames(frames.data(), count, f.stack);
             f.given |= DR_VM_CALL_STACK;
+            jint all = 0;
+            if (maxFrames != 0 && count == depth && jvmti->GetFrameCount(thread, &all) == JVMTI_ERROR_NONE) {
+                f.stackDepth = static_cast<std::size_t>(all);
+            }
         }
     }
     if (requested & DR_THREAD_CPU_TIME) {

@@ -215,6 +215,7 @@ TResult Threads::Describe(TId id, BitSet requested, unsigned maxFrames, core::Th
     // walk finds no frames inside enter/leave). Other threads' stacks move under us.
     const ThreadContext *self = tContext;
     if ((requested & DR_VM_CALL_STACK) && self != nullptr && self->id == id) {
+        f.stackDepth = self->depth;
         for (std::uint32_t i = self->depth; i > 0; --i) {
             if (maxFrames != 0 && f.stack.size() >= maxFrames) break;
             const Frame &fr = self->frames[i - 1];

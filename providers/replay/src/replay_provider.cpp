@@ -826,6 +826,7 @@ TResult ReplayProvider::DescribeThread(TId id, BitSet requested, unsigned maxFra
     }
     if (requested & DR_VM_CALL_STACK) {
         StackOf(*t, maxFrames, f.stack);
+        f.stackDepth = t->stack.size();
         f.given |= DR_VM_CALL_STACK;
     }
     return MRTE_RESULT_OK;

@@ -262,6 +262,15 @@ TEST(DataRequests, GetThreadInfoGivesNameGroupParentStateAndStackInnermostFirst)
         EXPECT_EQ(frames[1].methodId, 100u);
         EXPECT_EQ(frames[1].uiLocation, 5u) << "the call site the trace recorded";
         EXPECT_EQ(frames[1].uiLineNumber, 21u);
+        // A buffer of one frame: the innermost frame, the whole depth, BUFFER_TOO_SHORT
+        // (the provider collects only what the buffer holds and says the depth).
+        SStackEntry one[1] = {};
+        SThreadInfo shortInfo;
+        shortInfo.stackTrace.entries = one;
+        shortInfo.stackTrace.uiSize = 1;
+        EXPECT_EQ(mpi.GetThreadInfo(id, 1, DR_VM_CALL_STACK, &shortInfo), MRTE_ERROR_BUFFER_TOO_SHORT);
+        EXPECT_EQ(shortInfo.stackTrace.uiActualSize, 2u);
+        EXPECT_EQ(one[0].methodId, 101u);
         // Main has no parent: PARTIAL_INFO, the rest valid.
         EXPECT_EQ(mpi.GetThreadInfo(id, 1, DR_VM_CALL_STACK | DR_THREAD_PARENT_ID, &mainInfo),
                   MRTE_ERROR_PARTIAL_INFO);

@@ -100,6 +100,9 @@ struct ThreadFacts {
     TId parentThreadId = 0;
     Martini::MPI::EThreadState state = Martini::MPI::TS_UNKNOWN;
     std::vector<Martini::MPI::SStackEntry> stack;  // innermost first
+    // The whole stack's depth when `stack` holds only its innermost maxFrames frames
+    // (0: stack.size()), so that a short buffer gets its exact uiActualSize.
+    std::size_t stackDepth = 0;
     std::uint64_t cpuTimeNs = 0;
     TId threadObjectId = 0;
 };
@@ -142,7 +145,8 @@ public:
     virtual TResult DescribeClass(TId, BitSet, ClassFacts &) noexcept { return NotSupported(); }
     virtual TResult DescribeMethod(TId, BitSet, MethodFacts &) noexcept { return NotSupported(); }
     virtual TResult DescribeObject(TId, BitSet, ObjectFacts &) noexcept { return NotSupported(); }
-    // maxFrames bounds the stack the provider needs to collect (0: all).
+    // maxFrames bounds the stack the provider needs to collect (0: all); a provider that
+    // stops there sets ThreadFacts::stackDepth to the whole depth.
     virtual TResult DescribeThread(TId, BitSet, unsigned /*maxFrames*/, ThreadFacts &) noexcept {
         return NotSupported();
     }
