@@ -22,6 +22,8 @@
 #   cgprof-counts cgprof counts mode on every method (calling-context tree, no clock)
 #   cgprof-time   cgprof time mode (tree + TSC timestamps at enter and leave; no
 #                 trace slices, no files: the per-call cost alone)
+#   cgprof-lines  cgprof-time with `lines` (a stack walk of a few frames per new
+#                 calling context, for pprof's call-site lines)
 #   jvmti-entry   a JVMTI agent counting MethodEntry events (the approach Martini avoids)
 # Prints the median wall time of each configuration and its ratio to plain.
 set -euo pipefail
@@ -48,13 +50,13 @@ javac_cmd() { java "$@" -m jdk.compiler/com.sun.tools.javac.Main -nowarn -XDigno
   --patch-module java.base="$work/java.base" -d "$work/out" @"$work/sources.txt"; }
 micro_cmd() { java "$@" -cp "$work/micro" CallHeavy; }
 
-configs=(plain none-wanted counts counts+time callcount cgprof-counts cgprof-time jvmti-entry)
+configs=(plain none-wanted counts counts+time callcount cgprof-counts cgprof-time cgprof-lines jvmti-entry)
 if [ -n "${CONFIGS:-}" ]; then
   read -r -a chosen <<<"$CONFIGS"
   configs=(plain)
   for c in "${chosen[@]}"; do
     [ "$c" = plain ] && continue
-    case " none-wanted counts counts+time callcount cgprof-counts cgprof-time jvmti-entry " in
+    case " none-wanted counts counts+time callcount cgprof-counts cgprof-time cgprof-lines jvmti-entry " in
       *" $c "*) configs+=("$c") ;;
       *) echo "unknown configuration '$c'"; exit 2 ;;
     esac
@@ -83,6 +85,7 @@ args_for() {
     callcount) echo "-agentpath:$agent=callcount=out=/dev/null" ;;
     cgprof-counts) echo "-agentpath:$agent=cgprof=counts,top=0,formats=none" ;;
     cgprof-time) echo "-agentpath:$agent=cgprof=top=0,formats=none,trace=0" ;;
+    cgprof-lines) echo "-agentpath:$agent=cgprof=top=0,formats=none,trace=0,lines" ;;
     jvmti-entry) echo "-agentpath:$oracle=L,/dev/null" ;;
   esac
 }
