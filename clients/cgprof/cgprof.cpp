@@ -17,6 +17,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "martini/clients/control.h"
 #include "martini/clients/frames.h"
 #include "martini/clients/names.h"
 #include "martini/clients/output.h"
@@ -460,17 +461,15 @@ public:
 
     // EcCustomCommand: sample points and per-thread pause (MPI's EControlCommand ids).
     void Command(const SEcCustomCommandEventData &d) {
-        if (!(d.validData & DR_COMMAND) || d.szCommandData == nullptr) return;
-        if (d.uiCommandId == CC_SAMPLE) {
-            Snapshot(d.szCommandData);
-        } else if (d.uiCommandId == CC_THREAD_PAUSE || d.uiCommandId == CC_THREAD_RESUME) {
-            const TId thread = std::strtoull(d.szCommandData, nullptr, 10);
-            std::lock_guard lock(pausedMutex_);
-            auto it = std::find(pausedThreads_.begin(), pausedThreads_.end(), thread);
-            if (d.uiCommandId == CC_THREAD_PAUSE && it == pausedThreads_.end()) pausedThreads_.push_back(thread);
-            if (d.uiCommandId == CC_THREAD_RESUME && it != pausedThreads_.end()) pausedThreads_.erase(it);
-            pausedThreadCount_.store(static_cast<unsigned>(pausedThreads_.size()), std::memory_order_relaxed);
-        }
+        martini::clients::HandleControlCommand(
+            d, [this](const std::string &label) { Snapshot(label); },
+            [this](TId thread, bool paused) {
+                std::lock_guard lock(pausedMutex_);
+                auto it = std::find(pausedThreads_.begin(), pausedThreads_.end(), thread);
+                if (paused && it == pausedThreads_.end()) pausedThreads_.push_back(thread);
+                if (!paused && it != pausedThreads_.end()) pausedThreads_.erase(it);
+                pausedThreadCount_.store(static_cast<unsigned>(pausedThreads_.size()), std::memory_order_relaxed);
+            });
     }
 
     void ThreadStarted(const SThreadStartEventData &d) {
@@ -699,9 +698,7 @@ void Profiler::Emit(std::vector<TreeCopy> &trees, const std::string &label) {
 
     if (!label.empty()) {
         // A sample point: its own files, named after it; the run goes on.
-        martini::clients::OutputOptions out = o_.out;
-        out.name = o_.out.name + "-" + label;
-        std::fprintf(stderr, "cgprof: sample point '%s'\n", label.c_str());
+        const martini::clients::OutputOptions out = martini::clients::SamplePointOutput("cgprof", o_.out, label);
         martini::clients::WriteOutputs(p, out, outputDir_.Resolve(out));
         std::fflush(stderr);
         return;

@@ -8,6 +8,7 @@
 // thread), at most kMaxSamplingHz per runtime thread: one mutex guards the trees.
 #include "sampled.h"
 
+#include "martini/clients/control.h"
 #include "martini/clients/frames.h"
 #include "martini/clients/names.h"
 #include "martini/clients/support.h"
@@ -133,15 +134,13 @@ public:
     }
     // EcCustomCommand: sample points and per-thread pause (MPI's EControlCommand ids).
     void Command(const SEcCustomCommandEventData &d) {
-        if (!(d.validData & DR_COMMAND) || d.szCommandData == nullptr) return;
-        if (d.uiCommandId == CC_SAMPLE) {
-            Emit(d.szCommandData);
-        } else if (d.uiCommandId == CC_THREAD_PAUSE || d.uiCommandId == CC_THREAD_RESUME) {
-            const TId thread = std::strtoull(d.szCommandData, nullptr, 10);
-            std::lock_guard lock(mutex_);
-            if (d.uiCommandId == CC_THREAD_PAUSE) pausedThreads_.insert(thread);
-            else pausedThreads_.erase(thread);
-        }
+        martini::clients::HandleControlCommand(
+            d, [this](const std::string &label) { Emit(label); },
+            [this](TId thread, bool paused) {
+                std::lock_guard lock(mutex_);
+                if (paused) pausedThreads_.insert(thread);
+                else pausedThreads_.erase(thread);
+            });
     }
     void RateNotTaken(TResult r) { rateResult_ = r; }
     martini::clients::OutputDirectory &outputDirectory() { return outputDir_; }
@@ -206,9 +205,7 @@ public:
                       {"stacks_cut_at_depth", cut_},
                       {"samples_beyond_node_budget", beyond_}};
         if (!label.empty()) {
-            martini::clients::OutputOptions out = o_.out;
-            out.name = o_.out.name + "-" + label;
-            std::fprintf(stderr, "cgprof: sample point '%s'\n", label.c_str());
+            const martini::clients::OutputOptions out = martini::clients::SamplePointOutput("cgprof", o_.out, label);
             martini::clients::WriteOutputs(p, out, outputDir_.Resolve(out));
             std::fflush(stderr);
             return;

@@ -10,6 +10,7 @@
 // others are not reported by the runtime at all.
 #include <MpiAPI.h>
 
+#include "martini/clients/control.h"
 #include "martini/clients/frames.h"
 #include "martini/clients/names.h"
 #include "martini/clients/output.h"
@@ -245,16 +246,14 @@ public:
     void Pause() { paused_.store(true); }
     void Resume() { paused_.store(false); }
     void Command(const SEcCustomCommandEventData &d) {
-        if (!(d.validData & DR_COMMAND) || d.szCommandData == nullptr) return;
-        if (d.uiCommandId == CC_SAMPLE) {
-            Emit(d.szCommandData);
-        } else if (d.uiCommandId == CC_THREAD_PAUSE || d.uiCommandId == CC_THREAD_RESUME) {
-            std::lock_guard lock(pausedMutex_);
-            const TId thread = std::strtoull(d.szCommandData, nullptr, 10);
-            if (d.uiCommandId == CC_THREAD_PAUSE) pausedThreads_.insert(thread);
-            else pausedThreads_.erase(thread);
-            pausedThreadCount_.store(static_cast<unsigned>(pausedThreads_.size()));
-        }
+        martini::clients::HandleControlCommand(
+            d, [this](const std::string &label) { Emit(label); },
+            [this](TId thread, bool paused) {
+                std::lock_guard lock(pausedMutex_);
+                if (paused) pausedThreads_.insert(thread);
+                else pausedThreads_.erase(thread);
+                pausedThreadCount_.store(static_cast<unsigned>(pausedThreads_.size()));
+            });
     }
 
 private:
@@ -302,12 +301,8 @@ void HeapProfiler::Finish() {
 void HeapProfiler::Emit(const std::string &label) {
     std::lock_guard lock(mutex_);
     // A sample point's files are named after it; the table is printed at the end only.
-    martini::clients::OutputOptions outOptions = o_.out;
-    if (!label.empty()) {
-        outOptions.name += "-" + label;
-        outOptions.top = 0;
-        std::fprintf(stderr, "heapprof: sample point '%s'\n", label.c_str());
-    }
+    const martini::clients::OutputOptions outOptions =
+        label.empty() ? o_.out : martini::clients::SamplePointOutput("heapprof", o_.out, label);
     // Live objects now, charged to their allocation node (kept apart from the nodes,
     // so that a sample point changes nothing).
     std::map<std::pair<const HeapTree *, std::uint32_t>, std::pair<double, double>> live;

@@ -8,6 +8,7 @@
 // Written against mpi/ only. docs/threadprof.md describes it.
 #include <MpiAPI.h>
 
+#include "martini/clients/control.h"
 #include "martini/clients/names.h"
 #include "martini/clients/output.h"
 #include "martini/clients/support.h"
@@ -227,15 +228,13 @@ public:
     void Pause() { paused_.store(true); }
     void Resume() { paused_.store(false); }
     void Command(const SEcCustomCommandEventData &d) {
-        if (!(d.validData & DR_COMMAND) || d.szCommandData == nullptr) return;
-        if (d.uiCommandId == CC_SAMPLE) {
-            Emit(d.szCommandData);
-        } else if (d.uiCommandId == CC_THREAD_PAUSE || d.uiCommandId == CC_THREAD_RESUME) {
-            std::lock_guard lock(mutex_);
-            const TId thread = std::strtoull(d.szCommandData, nullptr, 10);
-            if (d.uiCommandId == CC_THREAD_PAUSE) pausedThreads_.insert(thread);
-            else pausedThreads_.erase(thread);
-        }
+        martini::clients::HandleControlCommand(
+            d, [this](const std::string &label) { Emit(label); },
+            [this](TId thread, bool paused) {
+                std::lock_guard lock(mutex_);
+                if (paused) pausedThreads_.insert(thread);
+                else pausedThreads_.erase(thread);
+            });
     }
 
 private:
@@ -314,12 +313,8 @@ void ThreadProfiler::Finish() {
 void ThreadProfiler::Emit(const std::string &label) {
     std::lock_guard lock(mutex_);
     // A sample point's files are named after it; the table is printed at the end only.
-    martini::clients::OutputOptions outOptions = o_.out;
-    if (!label.empty()) {
-        outOptions.name += "-" + label;
-        outOptions.top = 0;
-        std::fprintf(stderr, "threadprof: sample point '%s'\n", label.c_str());
-    }
+    const martini::clients::OutputOptions outOptions =
+        label.empty() ? o_.out : martini::clients::SamplePointOutput("threadprof", o_.out, label);
     const std::uint64_t now = gLastSeen.load();
     // Names for threads seen only through events.
     for (auto &[tid, t] : threads_) {
