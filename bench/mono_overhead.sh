@@ -15,6 +15,8 @@
 #   plain        no profiler
 #   no-inline    no profiler, Mono's inliner off (-O=-aot,-inline): what an instrumented
 #                method loses, since Mono never inlines one
+#   mono-floor   bench/mono/floor_module.cpp: every method instrumented, empty enter and
+#                leave callbacks (Mono's own cost per call, before any profiler code)
 #   none-wanted  the module with callcount filtering out every class (the filter answers
 #                NONE: no method instrumented)
 #   counts       every method instrumented, bench/clients/count_only (a per-thread
@@ -36,7 +38,9 @@ reps=${2:-5}
 module_dir=$build/providers/mono
 count=$build/bench/clients/libcount_only.so
 samples=$build/bench/clients/libsample_only.so
-[ -f "$module_dir/libmono-profiler-martini.so" ] && [ -f "$count" ] && [ -f "$samples" ] ||
+floor_dir=$build/bench
+[ -f "$module_dir/libmono-profiler-martini.so" ] && [ -f "$count" ] && [ -f "$samples" ] &&
+  [ -f "$floor_dir/libmono-profiler-floor.so" ] ||
   { echo "build first: ninja -C $build"; exit 1; }
 nrefactory=${NREFACTORY:-$(pwd)/../shared/workloads/nrefactory}
 [ -f "$nrefactory/build.sh" ] || nrefactory=/work/shared/workloads/nrefactory
@@ -47,15 +51,15 @@ fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mcs -optimize+ -nologo -out:"$work/CallHeavy.exe" bench/mono/CallHeavy.cs
-export LD_LIBRARY_PATH="$module_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export LD_LIBRARY_PATH="$module_dir:$floor_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
-configs=(plain no-inline none-wanted counts cgprof-time samples cgprof-sample log-calls log-sample)
+configs=(plain no-inline mono-floor none-wanted counts cgprof-time samples cgprof-sample log-calls log-sample)
 if [ -n "${CONFIGS:-}" ]; then
   read -r -a chosen <<<"$CONFIGS"
   configs=(plain)
   for c in "${chosen[@]}"; do
     [ "$c" = plain ] && continue
-    case " no-inline none-wanted counts cgprof-time samples cgprof-sample log-calls log-sample " in
+    case " no-inline mono-floor none-wanted counts cgprof-time samples cgprof-sample log-calls log-sample " in
       *" $c "*) configs+=("$c") ;;
       *) echo "unknown configuration '$c'"; exit 2 ;;
     esac
@@ -66,6 +70,7 @@ args_for() {
   case $1 in
     plain) echo "-O=-aot" ;;
     no-inline) echo "-O=-aot,-inline" ;;
+    mono-floor) echo "-O=-aot --profile=floor" ;;
     none-wanted) echo "-O=-aot --profile=martini:callcount=include=No.Such.Namespace.,out=/dev/null" ;;
     counts) echo "-O=-aot --profile=martini:$count" ;;
     cgprof-time) echo "-O=-aot --profile=martini:cgprof=top=0,formats=none,trace=0" ;;

@@ -29,8 +29,8 @@ classes = os.path.join(work, "classes")
 run([javac, "-d", classes, os.path.join(source, "tests", "control", "Attached.java")])
 
 
-def start(stop, env=None, extra=()):
-    proc = subprocess.Popen(["java", *extra, "-cp", classes, "Attached", stop], stdout=subprocess.PIPE,
+def start(stop, env=None, extra=(), args=()):
+    proc = subprocess.Popen(["java", *extra, "-cp", classes, "Attached", stop, *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env)
     line = proc.stdout.readline()
     return proc, line.split()[1] if line.startswith("ready ") else "0"
@@ -120,8 +120,9 @@ check("while attached the bytecodes differ (the check sees probes)", work_before
 
 # Sampling attached: `martini attach PID --client cgprof=sample`, twice (the sampler
 # stops at the detach and starts again at the next attach), a sample point in between.
+# CPU-time samples need main on the CPU: the program runs without its sleeps.
 stop = os.path.join(work, "stop-sampled")
-proc, pid = start(stop)
+proc, pid = start(stop, args=("busy",))
 try:
     for i in (1, 2):
         out = os.path.join(work, f"sampled{i}")

@@ -1,7 +1,10 @@
 // A program that runs until told to stop, for attaching to it: main sits in loop()
-// (running when an agent attaches), calling work() over and over. What it prints and
-// its exit status do not depend on how long it ran or on being profiled.
-//   java Attached STOP-FILE
+// (running when an agent attaches), calling work() over and over, with a 2 ms sleep
+// between rounds, or none with "busy" (a CPU-time sampler then sees main on the CPU at
+// every timer tick; with the sleeps it runs about 5% of the time, in bursts shorter
+// than the kernel's tick, and a CPU timer can go seconds without firing). What it
+// prints and its exit status do not depend on how long it ran or on being profiled.
+//   java Attached STOP-FILE [busy]
 import java.nio.file.Files;
 import java.nio.file.Path;
 
@@ -12,11 +15,11 @@ public class Attached {
         return h;
     }
 
-    static void loop(Path stop) throws InterruptedException {
+    static void loop(Path stop, boolean busy) throws InterruptedException {
         long sink = 0;
         while (!Files.exists(stop)) {
             for (int i = 0; i < 50; ++i) sink += work(i);
-            Thread.sleep(2);
+            if (!busy) Thread.sleep(2);
         }
         if (sink == 42) System.out.println("unlikely");
     }
@@ -24,7 +27,7 @@ public class Attached {
     public static void main(String[] args) throws Exception {
         System.out.println("ready " + ProcessHandle.current().pid());
         System.out.flush();
-        loop(Path.of(args[0]));
+        loop(Path.of(args[0]), args.length > 1 && args[1].equals("busy"));
         long sum = 0;
         for (int i = 0; i < 1000; ++i) sum += work(i);
         System.out.println("sum " + sum);
