@@ -145,6 +145,39 @@ finally:
     out, err, rc = finish(proc, stop) if proc.poll() is None else ("", "", proc.returncode)
 check("sampled: output and exit status unchanged", out == plain_out and rc == plain_rc, (out, rc, err))
 
+# A thread that ran before the attach and sleeps between short bursts of work (the
+# program's own loop) is sampled for as long as the attach lasts: its samples come to
+# about its CPU time (read from /proc before and after) at 500 Hz. A walk that finds
+# no Java frame (a signal taken in the kernel or a stub) must not make the sampler
+# drop a thread it never saw start.
+def cpu_ns_by_thread(pid):
+    times = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                times[tid] = int(f.read().split()[0])
+        except OSError:
+            pass
+    return times
+
+
+stop = os.path.join(work, "stop-sleepy")
+proc, pid = start(stop)
+try:
+    time.sleep(0.5)
+    before = cpu_ns_by_thread(pid)
+    out = os.path.join(work, "sleepy")
+    r = run([martini, "attach", pid, "--client", "cgprof=sample=500,formats=json,top=0", "--duration", "3s",
+             "--output", out], timeout=120)
+    after = cpu_ns_by_thread(pid)
+    busiest_ms = max(after[t] - before.get(t, 0) for t in after) / 1e6
+    path = os.path.join(out, "cgprof.json")
+    samples = sum(self_by_frame(json.load(open(path)), "samples").values()) if os.path.exists(path) else 0
+    check("sleepy thread: sampled in proportion to its CPU time", samples >= 0.6 * busiest_ms / 2,
+          (samples, f"{busiest_ms:.0f} ms of CPU on the busiest thread", r.stderr))
+finally:
+    finish(proc, stop) if proc.poll() is None else None
+
 # Errors.
 r = run([martini, "attach", "999999999", "--duration", "1s"], expect=1)
 check("unknown process", "no process 999999999 is running" in r.stderr, r.stderr)

@@ -6,10 +6,13 @@
 #include "martini/core/log.h"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
 #include <pthread.h>
 #include <ucontext.h>
 #include <dlfcn.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -21,6 +24,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <unordered_map>
 #include <vector>
 
 namespace martini::jvm {
@@ -238,6 +243,48 @@ void OnSignal(int, siginfo_t *info, void *ucontext) {
     errno = savedErrno;
 }
 
+// A perf task-clock event on thread `tid` that sends it SIGPROF every `periodNs` of its
+// CPU time, or -1 when the kernel refuses (perf_event_paranoid, a seccomp filter, no
+// perf events): the caller falls back to a POSIX CPU timer. The event counts kernel
+// time too where the kernel lets it (as the timer does), else user time only.
+// MARTINI_SAMPLING_CLOCK=timer chooses the timers (the tests run both).
+std::atomic<int> gPerfRefused{0};  // errno of the first refusal: no further attempts
+bool TimersChosen() {
+    static const bool chosen = [] {
+        const char *clock = std::getenv("MARTINI_SAMPLING_CLOCK");
+        return clock != nullptr && std::strcmp(clock, "timer") == 0;
+    }();
+    return chosen;
+}
+int OpenTaskClock(pid_t tid, long periodNs) {
+    if (gPerfRefused.load(std::memory_order_relaxed) != 0 || TimersChosen()) return -1;
+    perf_event_attr attr{};
+    attr.size = sizeof attr;
+    attr.type = PERF_TYPE_SOFTWARE;
+    attr.config = PERF_COUNT_SW_TASK_CLOCK;
+    attr.sample_period = static_cast<std::uint64_t>(periodNs);
+    attr.disabled = 1;
+    attr.wakeup_events = 1;
+    int fd = static_cast<int>(syscall(SYS_perf_event_open, &attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC));
+    if (fd < 0 && (errno == EACCES || errno == EPERM)) {
+        attr.exclude_kernel = 1;
+        attr.exclude_hv = 1;
+        fd = static_cast<int>(syscall(SYS_perf_event_open, &attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC));
+    }
+    if (fd < 0) {
+        if (errno != ESRCH) gPerfRefused.store(errno, std::memory_order_relaxed);  // ESRCH: the thread is gone
+        return -1;
+    }
+    f_owner_ex owner{F_OWNER_TID, tid};
+    if (fcntl(fd, F_SETFL, O_ASYNC) != 0 || fcntl(fd, F_SETSIG, SIGPROF) != 0 || fcntl(fd, F_SETOWN_EX, &owner) != 0 ||
+        ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) != 0) {
+        gPerfRefused.store(errno != 0 ? errno : EINVAL, std::memory_order_relaxed);
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 // Linux's clock id for another thread's CPU time (MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)).
 clockid_t ThreadCpuClock(pid_t tid) { return static_cast<clockid_t>((~static_cast<unsigned>(tid) << 3) | 6); }
 
@@ -253,6 +300,15 @@ std::vector<pid_t> TasksOfThisProcess() {
 }
 
 thread_local bool tSamplerThread = false;  // the sampler thread is never sampled
+
+// The threads Martini never saw start, as their samples were walked (the sampler
+// thread's alone; cleared at Stop): see Sampling::Drain.
+struct UnseenThread {
+    std::uint8_t emptyWalks = 0;  // walks that found no Java frame
+    bool java = false;            // a walk found Java frames
+};
+constexpr std::uint8_t kEmptyWalksOfNonJava = 8;
+std::unordered_map<pid_t, UnseenThread> gUnseen;
 
 // The local references JVMTI hands the sampler thread while it names methods are
 // freed after each batch (an attached thread has no Java frame to pop them).
@@ -317,10 +373,7 @@ TResult Sampling::SetRate(unsigned hz, bool wall) {
     if (running_.load(std::memory_order_acquire)) {
         std::lock_guard lock(threadsMutex_);
         for (auto &[tid, t] : threads_) {
-            if (modeChanged && t.hasTimer) {
-                timer_delete(t.timer);
-                t.hasTimer = false;
-            }
+            if (modeChanged) DisarmLocked(t);
             if (!t.notJava) ArmLocked(t, tid);
         }
     }
@@ -438,14 +491,13 @@ void Sampling::Stop() {
     if (!running_.load(std::memory_order_acquire)) return;
     {
         std::lock_guard lock(threadsMutex_);
-        for (auto &[tid, t] : threads_) {
-            if (t.hasTimer) timer_delete(t.timer);
-        }
+        for (auto &[tid, t] : threads_) DisarmLocked(t);
         threads_.clear();
     }
     running_.store(false, std::memory_order_release);
     stopping_.store(true, std::memory_order_release);
     if (thread_.joinable()) thread_.join();  // it raises what is left, then detaches from the JVM
+    gUnseen.clear();  // thread ids are reused
     // The JVM back to full speed: no ClassLoad, CompiledMethodLoad (and with it the
     // debug information at every instruction) or jmethodIDs at ClassPrepare. What is
     // known of the code is dropped: unloads are not seen from now on, and Start asks
@@ -469,6 +521,13 @@ void Sampling::AddThreadLocked(pid_t tid) {
 
 void Sampling::ArmLocked(SampledThread &t, pid_t tid) {
     if (wall_.load(std::memory_order_relaxed)) return;  // the sampler thread signals it
+    const long periodNs = 1'000'000'000L / static_cast<long>(hz_.load(std::memory_order_relaxed));
+    if (t.perfFd >= 0) {  // a new rate
+        auto period = static_cast<std::uint64_t>(periodNs);
+        ioctl(t.perfFd, PERF_EVENT_IOC_PERIOD, &period);
+        return;
+    }
+    if (!t.hasTimer && (t.perfFd = OpenTaskClock(tid, periodNs)) >= 0) return;
     if (!t.hasTimer) {
         sigevent event{};
         event.sigev_notify = SIGEV_THREAD_ID;
@@ -477,7 +536,6 @@ void Sampling::ArmLocked(SampledThread &t, pid_t tid) {
         if (timer_create(ThreadCpuClock(tid), &event, &t.timer) != 0) return;  // the thread is gone
         t.hasTimer = true;
     }
-    const long periodNs = 1'000'000'000L / static_cast<long>(hz_.load(std::memory_order_relaxed));
     itimerspec spec{};
     spec.it_interval.tv_sec = periodNs / 1'000'000'000L;
     spec.it_interval.tv_nsec = periodNs % 1'000'000'000L;
@@ -485,10 +543,17 @@ void Sampling::ArmLocked(SampledThread &t, pid_t tid) {
     timer_settime(t.timer, 0, &spec, nullptr);
 }
 
+void Sampling::DisarmLocked(SampledThread &t) {
+    if (t.perfFd >= 0) close(t.perfFd);
+    t.perfFd = -1;
+    if (t.hasTimer) timer_delete(t.timer);
+    t.hasTimer = false;
+}
+
 void Sampling::DropThreadLocked(pid_t tid) {
     auto it = threads_.find(tid);
     if (it == threads_.end()) return;
-    if (it->second.hasTimer) timer_delete(it->second.timer);
+    DisarmLocked(it->second);
     threads_.erase(it);
 }
 
@@ -587,11 +652,26 @@ std::size_t Sampling::Drain() {
         RawSample &s = *r.slot;
         const jint n = s.numFrames;
         TId threadId = s.threadId;
-        if (n == kNotJvmThread || (n <= 0 && threadId == 0)) {
-            // A GC, compiler or native thread (or a JVM thread with no Java frame that
-            // Martini never saw start): no runtime thread to name, no Java stack.
-            gNotJvmThread.fetch_add(1, std::memory_order_relaxed);
+        bool dropSample = n == kNotJvmThread;  // a GC or native thread: no runtime thread, no Java stack
+        if (dropSample) {
             notJava.push_back(s.tid);
+        } else if (threadId == 0) {
+            // A JVM thread Martini never saw start: a Java thread that was running
+            // before the agent came (every thread of a JVM attached to), or one of the
+            // JVM's own (a compiler thread, with no Java frame ever). One walk that
+            // found no Java frame does not tell them apart (a Java thread interrupted
+            // in the kernel or a stub gives that too): a thread is left alone after
+            // kEmptyWalksOfNonJava such walks and none that found Java frames.
+            UnseenThread &u = gUnseen[s.tid];
+            if (n > 0) {
+                u.java = true;
+            } else if (!u.java) {
+                dropSample = true;
+                if (++u.emptyWalks == kEmptyWalksOfNonJava) notJava.push_back(s.tid);
+            }
+        }
+        if (dropSample) {
+            gNotJvmThread.fetch_add(1, std::memory_order_relaxed);
             StateOf(s).store(kFree, std::memory_order_release);
             continue;
         }
@@ -646,8 +726,7 @@ std::size_t Sampling::Drain() {
             auto it = threads_.find(tid);
             if (it == threads_.end() || it->second.notJava) continue;
             it->second.notJava = true;
-            if (it->second.hasTimer) timer_delete(it->second.timer);
-            it->second.hasTimer = false;
+            DisarmLocked(it->second);
         }
     }
     return ready.size();
@@ -667,6 +746,16 @@ void Sampling::PrintSummary() {
     }
     std::string line = "sampling: " + std::to_string(gRaised.load()) + " samples raised at " +
                        std::to_string(hz_.load()) + (wall_.load() ? " Hz of wall-clock time" : " Hz of CPU time");
+    if (!wall_.load()) {
+        // In CPU mode, the clock and the signals: a timer's signal that came late
+        // stands for the periods it missed (its sample is raised that many times).
+        const int refused = gPerfRefused.load();
+        line += refused == 0 && !TimersChosen() ? " (perf task-clock"
+                : TimersChosen()                 ? " (POSIX CPU timers, as MARTINI_SAMPLING_CLOCK says"
+                                                 : std::string(" (POSIX CPU timers: perf_event_open refused, ") +
+                                                       std::strerror(refused);
+        line += ", " + std::to_string(gTaken.load()) + " signals)";
+    }
     if (failedAll != 0) line += "; " + std::to_string(failedAll) + " could not be walked (" + failed + ")";
     if (const auto retried = gWalkedFromCaller.load(); retried != 0) {
         line += "; " + std::to_string(gRecovered.load()) + " of " + std::to_string(retried) +

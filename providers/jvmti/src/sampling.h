@@ -88,7 +88,12 @@ public:
     static void PrintSummary();
 
 private:
+    // CPU mode counts a thread's CPU time with a perf task-clock event when the kernel
+    // allows it (precise: the clock runs while the thread does, so work done in bursts
+    // shorter than the kernel's tick is sampled in proportion), else with a POSIX CPU
+    // timer (checked at the tick only when the thread is on the CPU then).
     struct SampledThread {
+        int perfFd = -1;  // the task-clock event; its overflows signal the thread
         timer_t timer{};
         bool hasTimer = false;
         bool notJava = false;  // its samples found no Java thread: left alone
@@ -98,6 +103,7 @@ private:
     // Caller holds threadsMutex_.
     static void AddThreadLocked(pid_t tid);
     static void ArmLocked(SampledThread &t, pid_t tid);
+    static void DisarmLocked(SampledThread &t);
     static void DropThreadLocked(pid_t tid);
     static void Run();          // the sampler thread
     static void SignalAll();    // wall mode: one signal to each runtime thread
