@@ -14,6 +14,13 @@
 #   sample-100   cgprof=sample=100 (CPU time, every thread; the JSON and HTML report written)
 #   sample-1k    cgprof=sample=1000
 #   wall-100     cgprof=sample=100,wall
+#   sample-100-perf, sample-1k-perf  the same with a perf task-clock per thread instead
+#                of the POSIX CPU timers (MARTINI_SAMPLING_CLOCK=perf)
+#   sample-100-nofiles  cgprof=sample=100,formats=none (no report written: what writing costs)
+#   debug-info   no agent, -XX:+DebugNonSafepoints: the debug information at every
+#                instruction of compiled code that CompiledMethodLoad makes HotSpot keep,
+#                which AsyncGetCallTrace needs to name a frame between safepoint polls
+#                (the floor of unbiased sampling with AGCT; async-profiler sets it too)
 #   jfr-profile  -XX:StartFlightRecording=settings=profile (execution samples every 10 ms
 #                per thread, plus JFR's other profile events), written to a file
 # Prints the median wall time and the median CPU time (user + system) of each
@@ -40,11 +47,12 @@ javac_cmd() { java "$@" -m jdk.compiler/com.sun.tools.javac.Main -nowarn -XDigno
   --patch-module java.base="$work/java.base" -d "$work/out" @"$work/sources.txt"; }
 
 configs=(plain sample-100 sample-1k wall-100 jfr-profile)
+all=" sample-100 sample-1k wall-100 jfr-profile sample-100-nofiles debug-info sample-100-perf sample-1k-perf "
 if [ -n "${CONFIGS:-}" ]; then  # a subset: CONFIGS="sample-100 jfr-profile" (plain is always run)
   read -r -a chosen <<<"$CONFIGS"
   configs=(plain)
   for c in "${chosen[@]}"; do
-    case " sample-100 sample-1k wall-100 jfr-profile " in
+    case $all in
       *" $c "*) configs+=("$c") ;;
       plain) ;;
       *) echo "unknown configuration '$c'"; exit 2 ;;
@@ -55,6 +63,10 @@ args_for() {
   case $1 in
     plain) ;;
     sample-100) echo "-agentpath:$agent=cgprof=sample=100,top=0,out=$work/cg" ;;
+    sample-100-nofiles) echo "-agentpath:$agent=cgprof=sample=100,top=0,formats=none" ;;
+    debug-info) echo "-XX:+UnlockDiagnosticVMOptions -XX:+DebugNonSafepoints" ;;
+    sample-100-perf) echo "-agentpath:$agent=cgprof=sample=100,top=0,out=$work/cg" ;;
+    sample-1k-perf) echo "-agentpath:$agent=cgprof=sample=1000,top=0,out=$work/cg" ;;
     sample-1k) echo "-agentpath:$agent=cgprof=sample=1000,top=0,out=$work/cg" ;;
     wall-100) echo "-agentpath:$agent=cgprof=sample=100,wall,top=0,out=$work/cg" ;;
     jfr-profile) echo "-XX:StartFlightRecording=filename=$work/profile.jfr,settings=profile" ;;
@@ -68,7 +80,10 @@ for ((r = 1; r <= reps; r++)); do
   for c in "${configs[@]}"; do
     rm -rf "$work/out" "$work/cg" "$work/profile.jfr"
     # shellcheck disable=SC2046
-    { time javac_cmd $(args_for "$c") >/dev/null 2>"$work/err"; } 2>"$work/time" || { cat "$work/err"; exit 1; }
+    clock=timer
+    [ "${c%-perf}" != "$c" ] && clock=perf
+    { time MARTINI_SAMPLING_CLOCK=$clock javac_cmd $(args_for "$c") >/dev/null 2>"$work/err"; } 2>"$work/time" ||
+      { cat "$work/err"; exit 1; }
     read -r real user sys <"$work/time"
     wall[$c]+="$real "
     cpu[$c]+="$(echo "$user + $sys" | bc) "

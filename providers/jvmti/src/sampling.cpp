@@ -244,20 +244,20 @@ void OnSignal(int, siginfo_t *info, void *ucontext) {
 }
 
 // A perf task-clock event on thread `tid` that sends it SIGPROF every `periodNs` of its
-// CPU time, or -1 when the kernel refuses (perf_event_paranoid, a seccomp filter, no
-// perf events): the caller falls back to a POSIX CPU timer. The event counts kernel
-// time too where the kernel lets it (as the timer does), else user time only.
-// MARTINI_SAMPLING_CLOCK=timer chooses the timers (the tests run both).
+// CPU time, when MARTINI_SAMPLING_CLOCK=perf asks for it; else, or when the kernel
+// refuses (perf_event_paranoid, a seccomp filter, no perf events), -1: the caller uses
+// a POSIX CPU timer. The event counts kernel time too where the kernel lets it (as the
+// timer does), else user time only.
 std::atomic<int> gPerfRefused{0};  // errno of the first refusal: no further attempts
-bool TimersChosen() {
+bool PerfChosen() {
     static const bool chosen = [] {
         const char *clock = std::getenv("MARTINI_SAMPLING_CLOCK");
-        return clock != nullptr && std::strcmp(clock, "timer") == 0;
+        return clock != nullptr && std::strcmp(clock, "perf") == 0;
     }();
     return chosen;
 }
 int OpenTaskClock(pid_t tid, long periodNs) {
-    if (gPerfRefused.load(std::memory_order_relaxed) != 0 || TimersChosen()) return -1;
+    if (!PerfChosen() || gPerfRefused.load(std::memory_order_relaxed) != 0) return -1;
     perf_event_attr attr{};
     attr.size = sizeof attr;
     attr.type = PERF_TYPE_SOFTWARE;
@@ -750,10 +750,9 @@ void Sampling::PrintSummary() {
         // In CPU mode, the clock and the signals: a timer's signal that came late
         // stands for the periods it missed (its sample is raised that many times).
         const int refused = gPerfRefused.load();
-        line += refused == 0 && !TimersChosen() ? " (perf task-clock"
-                : TimersChosen()                 ? " (POSIX CPU timers, as MARTINI_SAMPLING_CLOCK says"
-                                                 : std::string(" (POSIX CPU timers: perf_event_open refused, ") +
-                                                       std::strerror(refused);
+        line += !PerfChosen()  ? " (POSIX CPU timers"
+                : refused == 0 ? " (perf task-clock"
+                               : std::string(" (POSIX CPU timers: perf_event_open refused, ") + std::strerror(refused);
         line += ", " + std::to_string(gTaken.load()) + " signals)";
     }
     if (failedAll != 0) line += "; " + std::to_string(failedAll) + " could not be walked (" + failed + ")";

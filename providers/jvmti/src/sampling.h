@@ -88,10 +88,10 @@ public:
     static void PrintSummary();
 
 private:
-    // CPU mode counts a thread's CPU time with a perf task-clock event when the kernel
-    // allows it (precise: the clock runs while the thread does, so work done in bursts
-    // shorter than the kernel's tick is sampled in proportion), else with a POSIX CPU
-    // timer (checked at the tick only when the thread is on the CPU then).
+    // CPU mode counts a thread's CPU time with a POSIX CPU timer (checked at the
+    // kernel's tick: above its rate one signal stands for several periods), or with a
+    // perf task-clock event (MARTINI_SAMPLING_CLOCK=perf: a signal per period at any
+    // rate, and the cost of as many walks).
     struct SampledThread {
         int perfFd = -1;  // the task-clock event; its overflows signal the thread
         timer_t timer{};

@@ -49,28 +49,27 @@ import gzip, sys
 data = gzip.open(sys.argv[1]).read()
 sys.exit(0 if all(s in data for s in (b"samples", b"count", b"cpu", b"nanoseconds", b"spinA")) else 1)
 EOF
-# The CPU clock: a perf task-clock signals the thread at each period of its CPU time,
-# so every sample is a stack of its own; POSIX CPU timers (where perf events are
-# refused, or MARTINI_SAMPLING_CLOCK=timer) are checked at the kernel's tick (250 Hz
-# here), so at 500 Hz one signal stands for about two periods and the same stack is
-# raised twice. Both keep the split.
-line=$(grep -o "sampling: [0-9]* samples raised at 500 Hz of CPU time ([^)]*)" "$work/cpu.err")
+# The CPU clock: POSIX CPU timers (the default) are checked at the kernel's tick (250
+# Hz here), so at 500 Hz one signal stands for about two periods and its stack is
+# raised that often; a perf task-clock (MARTINI_SAMPLING_CLOCK=perf) signals the thread
+# at each period, so every sample is a stack of its own. Both keep the split.
+grep -q "Hz of CPU time (POSIX CPU timers, [0-9]* signals)" "$work/cpu.err" && ok ||
+  fail "the timers' sampling line: $(grep sampling: "$work/cpu.err")"
+MARTINI_SAMPLING_CLOCK=perf run cpu-perf sample=500,formats=json+collapsed split
+ran cpu-perf split
+a=$(self cpu-perf SamplingWorkload.spinA) b=$(self cpu-perf SamplingWorkload.spinB)
+if [ "$b" -gt 0 ] && awk -v a="$a" -v b="$b" 'BEGIN { r = a / b; exit !(r > 2.2 && r < 4.0) }' &&
+   awk -v a="$a" 'BEGIN { exit !(a > 0.8e9 && a < 1.6e9) }'; then ok; else
+  fail "CPU split with the perf task-clock: spinA ${a} ns, spinB ${b} ns (expected about 1.2e9 and 0.4e9, 3:1)"; fi
+line=$(grep -o "sampling: [0-9]* samples raised at 500 Hz of CPU time ([^)]*)" "$work/cpu-perf.err")
 raised=$(sed -n 's/.*sampling: \([0-9]*\) samples.*/\1/p' <<<"$line") signals=$(sed -n 's/.*, \([0-9]*\) signals).*/\1/p' <<<"$line")
 case $line in
   *"perf task-clock"*)
     [ -n "$signals" ] && [ "$signals" -ge $((raised * 9 / 10)) ] && ok ||
       fail "perf task-clock: ${signals:-no} signals for $raised samples (one each expected): $line" ;;
   *"perf_event_open refused"*) echo "note: perf events refused here, the timers were used: $line" ;;
-  *) fail "the sampling line names no CPU clock: $(grep sampling: "$work/cpu.err")" ;;
+  *) fail "MARTINI_SAMPLING_CLOCK=perf: the sampling line names no clock: $(grep sampling: "$work/cpu-perf.err")" ;;
 esac
-MARTINI_SAMPLING_CLOCK=timer run cpu-timer sample=500,formats=json+collapsed split
-ran cpu-timer split
-a=$(self cpu-timer SamplingWorkload.spinA) b=$(self cpu-timer SamplingWorkload.spinB)
-if [ "$b" -gt 0 ] && awk -v a="$a" -v b="$b" 'BEGIN { r = a / b; exit !(r > 2.2 && r < 4.0) }' &&
-   awk -v a="$a" 'BEGIN { exit !(a > 0.8e9 && a < 1.6e9) }'; then ok; else
-  fail "CPU split with the timers: spinA ${a} ns, spinB ${b} ns (expected about 1.2e9 and 0.4e9, 3:1)"; fi
-grep -q "Hz of CPU time (POSIX CPU timers, as MARTINI_SAMPLING_CLOCK says, [0-9]* signals)" "$work/cpu-timer.err" && ok ||
-  fail "the timers' sampling line: $(grep sampling: "$work/cpu-timer.err")"
 
 # Sampling only: no class rewritten, no retransformation.
 [ -z "$(ls -A "$work/cpu/dump")" ] && ok || fail "a sampling-only run rewrote classes: $(ls "$work/cpu/dump" | head -3)"
