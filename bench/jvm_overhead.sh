@@ -4,6 +4,7 @@
 #
 #   bash bench/jvm_overhead.sh [BUILD_DIR] [REPETITIONS]     (defaults: build, 5)
 #   CONFIGS="plain counts" bash bench/jvm_overhead.sh ...     (a subset; plain is always run)
+#   WORKLOADS="micro" bash bench/jvm_overhead.sh ...           (default: javac micro)
 #   OTHER_BUILD=DIR bash bench/jvm_overhead.sh ...            (also every configuration with
 #                 DIR's agent and clients, as other:CONFIG, in the same interleaved run: to
 #                 compare two builds of Martini side by side)
@@ -90,8 +91,9 @@ args_for() {
   esac
 }
 
+read -r -a workloads <<<"${WORKLOADS:-javac micro}"
 declare -A times
-for workload in javac micro; do
+for workload in "${workloads[@]}"; do
   echo "== $workload" >&2
   for ((r = 1; r <= reps; r++)); do
     for c in "${configs[@]}"; do
@@ -110,7 +112,7 @@ done
 
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 printf '%-8s %-18s %10s %8s   (median of %d interleaved runs)\n' workload config seconds ratio "$reps"
-for workload in javac micro; do
+for workload in "${workloads[@]}"; do
   base=$(median <<<"${times[$workload/plain]}")
   for c in "${configs[@]}"; do
     m=$(median <<<"${times[$workload/$c]}")
