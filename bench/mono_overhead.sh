@@ -17,6 +17,8 @@
 #                method loses, since Mono never inlines one
 #   mono-floor   bench/mono/floor_module.cpp: every method instrumented, empty enter and
 #                leave callbacks (Mono's own cost per call, before any profiler code)
+#   mono-sample-floor  bench/mono/floor_module.cpp: Mono's sampler at 1000 Hz, an empty
+#                sample-hit callback (Mono's own cost of sampling, beside samples)
 #   none-wanted  the module with callcount filtering out every class (the filter answers
 #                NONE: no method instrumented)
 #   counts       every method instrumented, bench/clients/count_only (a per-thread
@@ -53,13 +55,13 @@ trap 'rm -rf "$work"' EXIT
 mcs -optimize+ -nologo -out:"$work/CallHeavy.exe" bench/mono/CallHeavy.cs
 export LD_LIBRARY_PATH="$module_dir:$floor_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
-configs=(plain no-inline mono-floor none-wanted counts cgprof-time samples cgprof-sample log-calls log-sample)
+configs=(plain no-inline mono-floor mono-sample-floor none-wanted counts cgprof-time samples cgprof-sample log-calls log-sample)
 if [ -n "${CONFIGS:-}" ]; then
   read -r -a chosen <<<"$CONFIGS"
   configs=(plain)
   for c in "${chosen[@]}"; do
     [ "$c" = plain ] && continue
-    case " no-inline mono-floor none-wanted counts cgprof-time samples cgprof-sample log-calls log-sample " in
+    case " no-inline mono-floor mono-sample-floor none-wanted counts cgprof-time samples cgprof-sample log-calls log-sample " in
       *" $c "*) configs+=("$c") ;;
       *) echo "unknown configuration '$c'"; exit 2 ;;
     esac
@@ -71,6 +73,7 @@ args_for() {
     plain) echo "-O=-aot" ;;
     no-inline) echo "-O=-aot,-inline" ;;
     mono-floor) echo "-O=-aot --profile=floor" ;;
+    mono-sample-floor) echo "-O=-aot --profile=floor:sample" ;;
     none-wanted) echo "-O=-aot --profile=martini:callcount=include=No.Such.Namespace.,out=/dev/null" ;;
     counts) echo "-O=-aot --profile=martini:$count" ;;
     cgprof-time) echo "-O=-aot --profile=martini:cgprof=top=0,formats=none,trace=0" ;;
