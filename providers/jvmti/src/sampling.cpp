@@ -634,6 +634,60 @@ void Sampling::Run() {
     if (attached) vm->DetachCurrentThread();
 }
 
+// Whether the sample is a Java thread's; `threadId` made for a thread Martini never saw
+// start. A thread that is not the JVM's (GC and native threads) goes to `notJava`.
+// A JVM thread Martini never saw start is a Java thread that was running before the
+// agent came (every thread of a JVM attached to), or one of the JVM's own (a compiler
+// thread, with no Java frame ever). One walk that found no Java frame does not tell
+// them apart (a Java thread interrupted in the kernel or a stub gives that too): such a
+// thread goes to `notJava` after kEmptyWalksOfNonJava such walks and none that found
+// Java frames.
+namespace {
+
+bool FromJavaThread(const RawSample &s, TId &threadId, std::vector<pid_t> &notJava) {
+    if (s.numFrames == kNotJvmThread) {
+        notJava.push_back(s.tid);
+        return false;
+    }
+    if (threadId != 0) return true;
+    UnseenThread &u = gUnseen[s.tid];
+    if (s.numFrames > 0) {
+        u.java = true;
+    } else if (!u.java) {
+        if (++u.emptyWalks == kEmptyWalksOfNonJava) notJava.push_back(s.tid);
+        return false;
+    }
+    threadId = Threads::IdOfOsThread(s.tid);
+    return true;
+}
+
+// A walked sample's frames as MPI stack entries (method ids, bytecode indexes, lines).
+// `interrupted`: the compiled method the interrupted pc is in, for a walk retried from
+// the caller (its top frame unknown).
+void StackOf(const RawSample &s, jmethodID interrupted, std::vector<SStackEntry> &stack) {
+    const jint n = s.numFrames;
+    if (n == kMaxFrames) gTruncated.fetch_add(1, std::memory_order_relaxed);
+    for (jint i = 0; i < n; ++i) {
+        AgctFrame f = s.frames[i];
+        if (i == 0 && f.lineno == kUnknownFrameLine) {
+            f.method = interrupted;
+            if (f.method != nullptr) gNamedByAddress.fetch_add(1, std::memory_order_relaxed);
+        }
+        TId method = 0;
+        if (f.method != nullptr) {
+            auto [it, added] = gMethodCache.try_emplace(f.method, 0);
+            if (added) it->second = ClassRegistry::MethodIdOf(f.method);
+            method = it->second;
+        }
+        const MethodRecord *m = ClassRegistry::Method(method);
+        const bool java = f.lineno >= 0;
+        const auto bci = static_cast<std::uint32_t>(f.lineno);
+        stack.push_back({method, java ? bci : ~0u, java && m != nullptr ? m->RunLineAt(bci) : 0u});
+    }
+}
+
+}  // namespace
+
 std::size_t Sampling::Drain() {
     struct Ready {
         RawSample *slot;
@@ -647,57 +701,21 @@ std::size_t Sampling::Drain() {
     core::Core &core = Vm::Core();
     const BitSet wanted = core.RequestedData(EV_SAMPLE_HIT);
     std::vector<SStackEntry> stack;
-    std::vector<pid_t> notJava;
+    std::vector<pid_t> notJava;  // threads to stop sampling
     for (const Ready &r : ready) {
         RawSample &s = *r.slot;
         const jint n = s.numFrames;
         TId threadId = s.threadId;
-        bool dropSample = n == kNotJvmThread;  // a GC or native thread: no runtime thread, no Java stack
-        if (dropSample) {
-            notJava.push_back(s.tid);
-        } else if (threadId == 0) {
-            // A JVM thread Martini never saw start: a Java thread that was running
-            // before the agent came (every thread of a JVM attached to), or one of the
-            // JVM's own (a compiler thread, with no Java frame ever). One walk that
-            // found no Java frame does not tell them apart (a Java thread interrupted
-            // in the kernel or a stub gives that too): a thread is left alone after
-            // kEmptyWalksOfNonJava such walks and none that found Java frames.
-            UnseenThread &u = gUnseen[s.tid];
-            if (n > 0) {
-                u.java = true;
-            } else if (!u.java) {
-                dropSample = true;
-                if (++u.emptyWalks == kEmptyWalksOfNonJava) notJava.push_back(s.tid);
-            }
-        }
-        if (dropSample) {
+        stack.clear();
+        if (!FromJavaThread(s, threadId, notJava)) {
             gNotJvmThread.fetch_add(1, std::memory_order_relaxed);
             StateOf(s).store(kFree, std::memory_order_release);
             continue;
         }
-        if (threadId == 0) threadId = Threads::IdOfOsThread(s.tid);  // started before Martini saw it
-        stack.clear();
         if (n > 0) {
-            if (n == kMaxFrames) gTruncated.fetch_add(1, std::memory_order_relaxed);
-            for (jint i = 0; i < n; ++i) {
-                AgctFrame f = s.frames[i];
-                if (i == 0 && f.lineno == kUnknownFrameLine) {
-                    // A walk retried from the caller: the interrupted frame named by
-                    // the compiled method its address is in, when it is in one.
-                    f.method = MethodAt(s.pc);
-                    if (f.method != nullptr) gNamedByAddress.fetch_add(1, std::memory_order_relaxed);
-                }
-                TId method = 0;
-                if (f.method != nullptr) {
-                    auto [it, added] = gMethodCache.try_emplace(f.method, 0);
-                    if (added) it->second = ClassRegistry::MethodIdOf(f.method);
-                    method = it->second;
-                }
-                const MethodRecord *m = ClassRegistry::Method(method);
-                const bool java = f.lineno >= 0;
-                const auto bci = static_cast<std::uint32_t>(f.lineno);
-                stack.push_back({method, java ? bci : ~0u, java && m != nullptr ? m->RunLineAt(bci) : 0u});
-            }
+            // A walk retried from the caller: the interrupted frame is named by the
+            // compiled method its address is in, when it is in one.
+            StackOf(s, s.frames[0].lineno == kUnknownFrameLine ? MethodAt(s.pc) : nullptr, stack);
         } else {
             const int cause = -n;
             gFailed[cause < kCauseCount ? cause : kCauseCount].fetch_add(s.weight, std::memory_order_relaxed);
