@@ -16,6 +16,7 @@
 #   wall-100     cgprof=sample=100,wall
 #   sample-100-perf, sample-1k-perf  the same with a perf task-clock per thread instead
 #                of the POSIX CPU timers (MARTINI_SAMPLING_CLOCK=perf)
+#   sample-1     cgprof=sample=1: everything sampling switches on, next to no samples
 #   sample-100-nofiles  cgprof=sample=100,formats=none (no report written: what writing costs)
 #   debug-info   no agent, -XX:+DebugNonSafepoints: the debug information at every
 #                instruction of compiled code that CompiledMethodLoad makes HotSpot keep,
@@ -47,7 +48,7 @@ javac_cmd() { java "$@" -m jdk.compiler/com.sun.tools.javac.Main -nowarn -XDigno
   --patch-module java.base="$work/java.base" -d "$work/out" @"$work/sources.txt"; }
 
 configs=(plain sample-100 sample-1k wall-100 jfr-profile)
-all=" sample-100 sample-1k wall-100 jfr-profile sample-100-nofiles debug-info sample-100-perf sample-1k-perf "
+all=" sample-100 sample-1k wall-100 jfr-profile sample-100-nofiles debug-info sample-100-perf sample-1k-perf sample-1 "
 if [ -n "${CONFIGS:-}" ]; then  # a subset: CONFIGS="sample-100 jfr-profile" (plain is always run)
   read -r -a chosen <<<"$CONFIGS"
   configs=(plain)
@@ -65,6 +66,7 @@ args_for() {
     sample-100) echo "-agentpath:$agent=cgprof=sample=100,top=0,out=$work/cg" ;;
     sample-100-nofiles) echo "-agentpath:$agent=cgprof=sample=100,top=0,formats=none" ;;
     debug-info) echo "-XX:+UnlockDiagnosticVMOptions -XX:+DebugNonSafepoints" ;;
+    sample-1) echo "-agentpath:$agent=cgprof=sample=1,top=0,out=$work/cg" ;;
     sample-100-perf) echo "-agentpath:$agent=cgprof=sample=100,top=0,out=$work/cg" ;;
     sample-1k-perf) echo "-agentpath:$agent=cgprof=sample=1000,top=0,out=$work/cg" ;;
     sample-1k) echo "-agentpath:$agent=cgprof=sample=1000,top=0,out=$work/cg" ;;
