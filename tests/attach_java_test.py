@@ -120,7 +120,8 @@ check("while attached the bytecodes differ (the check sees probes)", work_before
 
 # Sampling attached: `martini attach PID --client cgprof=sample`, twice (the sampler
 # stops at the detach and starts again at the next attach), a sample point in between.
-# CPU-time samples need main on the CPU: the program runs without its sleeps.
+# The program runs without its sleeps: main on the CPU all the time (the sleeping
+# program's case follows).
 stop = os.path.join(work, "stop-sampled")
 proc, pid = start(stop, args=("busy",))
 try:

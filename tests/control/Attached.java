@@ -1,9 +1,8 @@
 // A program that runs until told to stop, for attaching to it: main sits in loop()
 // (running when an agent attaches), calling work() over and over, with a 2 ms sleep
-// between rounds, or none with "busy" (a CPU-time sampler then sees main on the CPU at
-// every timer tick; with the sleeps it runs about 5% of the time, in bursts shorter
-// than the kernel's tick, and a CPU timer can go seconds without firing). What it
-// prints and its exit status do not depend on how long it ran or on being profiled.
+// between rounds (main then uses about 8% of a CPU, in short bursts), or none with
+// "busy" (main on the CPU all the time). What it prints and its exit status do not
+// depend on how long it ran or on being profiled.
 //   java Attached STOP-FILE [busy]
 import java.nio.file.Files;
 import java.nio.file.Path;
