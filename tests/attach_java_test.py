@@ -29,8 +29,8 @@ classes = os.path.join(work, "classes")
 run([javac, "-d", classes, os.path.join(source, "tests", "control", "Attached.java")])
 
 
-def start(stop, env=None, extra=(), args=()):
-    proc = subprocess.Popen(["java", *extra, "-cp", classes, "Attached", stop, *args], stdout=subprocess.PIPE,
+def start(stop, env=None, extra=()):
+    proc = subprocess.Popen(["java", *extra, "-cp", classes, "Attached", stop], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env)
     line = proc.stdout.readline()
     return proc, line.split()[1] if line.startswith("ready ") else "0"
@@ -120,10 +120,24 @@ check("while attached the bytecodes differ (the check sees probes)", work_before
 
 # Sampling attached: `martini attach PID --client cgprof=sample`, twice (the sampler
 # stops at the detach and starts again at the next attach), a sample point in between.
-# The program runs without its sleeps: main on the CPU all the time (the sleeping
-# program's case follows).
+# Main sleeps between short bursts of work and ran before the attach: after the
+# program has run half a second, its samples in a 3 s attach come to about its CPU
+# time (read from /proc before and after) at 500 Hz. A walk that finds no Java frame
+# (a signal taken in the kernel or a stub) must not make the sampler drop a thread it
+# never saw start.
+def cpu_ns_by_thread(pid):
+    times = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                times[tid] = int(f.read().split()[0])
+        except OSError:
+            pass
+    return times
+
+
 stop = os.path.join(work, "stop-sampled")
-proc, pid = start(stop, args=("busy",))
+proc, pid = start(stop)
 try:
     for i in (1, 2):
         out = os.path.join(work, f"sampled{i}")
@@ -146,22 +160,6 @@ finally:
     out, err, rc = finish(proc, stop) if proc.poll() is None else ("", "", proc.returncode)
 check("sampled: output and exit status unchanged", out == plain_out and rc == plain_rc, (out, rc, err))
 
-# A thread that ran before the attach and sleeps between short bursts of work (the
-# program's own loop) is sampled for as long as the attach lasts: its samples come to
-# about its CPU time (read from /proc before and after) at 500 Hz. A walk that finds
-# no Java frame (a signal taken in the kernel or a stub) must not make the sampler
-# drop a thread it never saw start.
-def cpu_ns_by_thread(pid):
-    times = {}
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                times[tid] = int(f.read().split()[0])
-        except OSError:
-            pass
-    return times
-
-
 stop = os.path.join(work, "stop-sleepy")
 proc, pid = start(stop)
 try:
@@ -177,7 +175,8 @@ try:
     check("sleepy thread: sampled in proportion to its CPU time", samples >= 0.6 * busiest_ms / 2,
           (samples, f"{busiest_ms:.0f} ms of CPU on the busiest thread", r.stderr))
 finally:
-    finish(proc, stop) if proc.poll() is None else None
+    if proc.poll() is None:
+        finish(proc, stop)
 
 # Errors.
 r = run([martini, "attach", "999999999", "--duration", "1s"], expect=1)

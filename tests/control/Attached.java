@@ -1,9 +1,7 @@
 // A program that runs until told to stop, for attaching to it: main sits in loop()
-// (running when an agent attaches), calling work() over and over, with a 2 ms sleep
-// between rounds (main then uses about 8% of a CPU, in short bursts), or none with
-// "busy" (main on the CPU all the time). What it prints and its exit status do not
-// depend on how long it ran or on being profiled.
-//   java Attached STOP-FILE [busy]
+// (running when an agent attaches), calling work() over and over. What it prints and
+// its exit status do not depend on how long it ran or on being profiled.
+//   java Attached STOP-FILE
 import java.nio.file.Files;
 import java.nio.file.Path;
 
@@ -14,11 +12,11 @@ public class Attached {
         return h;
     }
 
-    static void loop(Path stop, boolean busy) throws InterruptedException {
+    static void loop(Path stop) throws InterruptedException {
         long sink = 0;
         while (!Files.exists(stop)) {
             for (int i = 0; i < 50; ++i) sink += work(i);
-            if (!busy) Thread.sleep(2);
+            Thread.sleep(2);
         }
         if (sink == 42) System.out.println("unlikely");
     }
@@ -26,7 +24,7 @@ public class Attached {
     public static void main(String[] args) throws Exception {
         System.out.println("ready " + ProcessHandle.current().pid());
         System.out.flush();
-        loop(Path.of(args[0]), args.length > 1 && args[1].equals("busy"));
+        loop(Path.of(args[0]));
         long sum = 0;
         for (int i = 0; i < 1000; ++i) sum += work(i);
         System.out.println("sum " + sum);
