@@ -33,10 +33,15 @@ ran() {  # ran NAME WORKLOAD: exit 0, the program's own output, the report files
 # 1. CPU mode: spinA uses 1200 ms of CPU, spinB 400 ms, the sleeper none.
 run cpu sample=500,formats=json+collapsed+chrome+pprof split
 ran cpu split
-a=$(self cpu SamplingWorkload.spinA) b=$(self cpu SamplingWorkload.spinB) sleep=$(within cpu SamplingWorkload.sleeper)
-if [ "$b" -gt 0 ] && awk -v a="$a" -v b="$b" 'BEGIN { r = a / b; exit !(r > 2.2 && r < 4.0) }' &&
-   awk -v a="$a" 'BEGIN { exit !(a > 0.8e9 && a < 1.6e9) }'; then ok; else
-  fail "CPU split: spinA ${a} ns, spinB ${b} ns (expected about 1.2e9 and 0.4e9, 3:1)"; tail -12 "$work/cpu.err"; fi
+split_ok() {  # split_ok NAME LABEL: spinA about 1.2e9 ns, spinB 0.4e9, 3:1
+  local a b
+  a=$(self "$1" SamplingWorkload.spinA) b=$(self "$1" SamplingWorkload.spinB)
+  if [ "$b" -gt 0 ] && awk -v a="$a" -v b="$b" 'BEGIN { r = a / b; exit !(r > 2.2 && r < 4.0) }' &&
+     awk -v a="$a" 'BEGIN { exit !(a > 0.8e9 && a < 1.6e9) }'; then ok; else
+    fail "$2: spinA ${a} ns, spinB ${b} ns (expected about 1.2e9 and 0.4e9, 3:1)"; tail -12 "$work/$1.err"; fi
+}
+split_ok cpu "CPU split"
+sleep=$(within cpu SamplingWorkload.sleeper)
 [ "$sleep" -lt 50000000 ] && ok || fail "CPU mode sampled the sleeping thread: ${sleep} ns"
 grep -q "cgprof: sampled at 500 Hz of CPU time: [0-9]* samples, [0-9]* could not be walked" "$work/cpu.err" && ok ||
   fail "the report line on the terminal"; 
@@ -57,10 +62,7 @@ grep -q "Hz of CPU time (POSIX CPU timers, [0-9]* signals)" "$work/cpu.err" && o
   fail "the timers' sampling line: $(grep sampling: "$work/cpu.err")"
 MARTINI_SAMPLING_CLOCK=perf run cpu-perf sample=500,formats=json+collapsed split
 ran cpu-perf split
-a=$(self cpu-perf SamplingWorkload.spinA) b=$(self cpu-perf SamplingWorkload.spinB)
-if [ "$b" -gt 0 ] && awk -v a="$a" -v b="$b" 'BEGIN { r = a / b; exit !(r > 2.2 && r < 4.0) }' &&
-   awk -v a="$a" 'BEGIN { exit !(a > 0.8e9 && a < 1.6e9) }'; then ok; else
-  fail "CPU split with the perf task-clock: spinA ${a} ns, spinB ${b} ns (expected about 1.2e9 and 0.4e9, 3:1)"; fi
+split_ok cpu-perf "CPU split with the perf task-clock"
 line=$(grep -o "sampling: [0-9]* samples raised at 500 Hz of CPU time ([^)]*)" "$work/cpu-perf.err")
 raised=$(sed -n 's/.*sampling: \([0-9]*\) samples.*/\1/p' <<<"$line") signals=$(sed -n 's/.*, \([0-9]*\) signals).*/\1/p' <<<"$line")
 case $line in
