@@ -70,7 +70,7 @@ namespace Work
             lock (mailbox) { posted = true; Monitor.Pulse(mailbox); }
             w.Join();
             lock (mailbox) { Monitor.Wait(mailbox, 10); }
-            double s = Spin(400);
+            double s = Spin(1000);
             int m = Middle(1);
             Console.WriteLine("work " + kept.Count + " " + shared + " " + (s > 0) + " " + m);
             return 0;

@@ -89,9 +89,9 @@ mono --debug --profile="martini:$events" "$exes/Work.exe" >"$work/work.out" 2>"$
 fact() { sed -n "s/^events: $1 //p" "$work/work.err"; }
 read -r samples _ spin <<<"$(fact samples)"
 [ "${samples:-0}" -gt 0 ] && [ "${spin:-0}" -ge 10 ] && ok ||
-  fail "SampleHit: $samples samples, $spin in Spin (a 400 ms busy loop)"
+  fail "SampleHit: $samples samples, $spin in Spin (a 1000 ms busy loop)"
 # cgprof's sample mode: the rate it asks for (IMpi::SetSamplingRate) is taken, and the
-# 400 ms busy loop is where the samples are.
+# 1000 ms busy loop is where the samples are.
 mkdir -p "$work/sampled"
 mono --debug --profile="martini:$build/clients/cgprof/libcgprof.so=sample=200,top=0,formats=json,out=$work/sampled" \
   "$exes/Work.exe" >"$work/sampled.out" 2>"$work/sampled.err" || fail "Work.exe under cgprof=sample"
