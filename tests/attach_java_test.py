@@ -19,7 +19,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from testlib import Checks, run, self_by_frame  # noqa: E402
+from testlib import Checks, rest_of, run, self_by_frame  # noqa: E402
 
 build, source, javac = (os.path.abspath(a) for a in sys.argv[1:4])
 martini = os.path.join(build, "tools", "martini")
@@ -38,7 +38,7 @@ def start(stop, env=None, extra=()):
 
 def finish(proc, stop):
     open(stop, "w").close()
-    out, err = proc.communicate(timeout=60)
+    out, err = rest_of(proc, 60)
     return out, err, proc.returncode
 
 

@@ -17,7 +17,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from testlib import Checks, run  # noqa: E402
+from testlib import Checks, rest_of, run  # noqa: E402
 
 build, source, javac, ec_client = (os.path.abspath(a) for a in sys.argv[1:5])
 martini = os.path.join(build, "tools", "martini")
@@ -82,7 +82,7 @@ try:
     # Bad commands on a live process, after terminate: nobody listens any more.
     r = control("pause", expect=1)
     check("after terminate nobody listens", "no Martini agent is listening" in r.stderr, r.stderr)
-    rest, err = proc.communicate(timeout=120)
+    rest, err = rest_of(proc, 120)
     printed += rest.split("\n")
 finally:
     if proc.poll() is None:
@@ -187,7 +187,7 @@ try:
     check("detach a JVM started under martini run", r.returncode == 0, r.stderr)
     for n in range(1, 6):
         open(os.path.join(work2, f"go{n}"), "w").close()
-    rest, err = proc.communicate(timeout=120)
+    rest, err = rest_of(proc, 120)
     check("it runs to its end after the detach", proc.returncode == 0 and "end " in rest, rest + err)
 finally:
     if proc.poll() is None:

@@ -14,7 +14,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from testlib import Checks, run, self_by_frame  # noqa: E402
+from testlib import Checks, rest_of, run, self_by_frame  # noqa: E402
 
 build, source, javac = (os.path.abspath(a) for a in sys.argv[1:4])
 martini = os.path.join(build, "tools", "martini")
@@ -40,7 +40,7 @@ try:
     r = run([martini, "control", pid, "stop"], timeout=30)
     check("martini control stop", r.returncode == 0, r.stderr)
     open(os.path.join(work, "go2"), "w").close()
-    rest, err = proc.communicate(timeout=120)
+    rest, err = rest_of(proc, 120)
 finally:
     if proc.poll() is None:
         proc.kill()

@@ -2,6 +2,7 @@
 running a command with its output kept for the message of a failing check."""
 import subprocess
 import sys
+import threading
 
 
 class Checks:
@@ -26,6 +27,28 @@ def run(args, expect=0, **kwargs):
     if expect is not None and r.returncode != expect:
         print(f"command {args} exited {r.returncode} (expected {expect})\n{r.stdout}{r.stderr}")
     return r
+
+
+def rest_of(proc, timeout):
+    """Waits for proc and returns (stdout, stderr): what its pipes still hold, read through
+    their file objects. Popen.communicate() reads the file descriptors and so loses what an
+    earlier proc.stdout.readline() left in the file object's buffer (a line the program
+    printed just after the one readline() returned). Raises subprocess.TimeoutExpired."""
+    got = {}
+
+    def drain(name, stream):
+        got[name] = stream.read() if stream else ""
+
+    readers = [threading.Thread(target=drain, args=(n, s), daemon=True)
+               for n, s in (("out", proc.stdout), ("err", proc.stderr))]
+    for r in readers:
+        r.start()
+    proc.wait(timeout=timeout)
+    for r in readers:
+        r.join(timeout=timeout)
+        if r.is_alive():
+            raise subprocess.TimeoutExpired(proc.args, timeout)
+    return got["out"], got["err"]
 
 
 def self_by_frame(profile, metric):
