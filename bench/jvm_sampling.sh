@@ -25,7 +25,8 @@
 #   jfr-profile  -XX:StartFlightRecording=settings=profile (execution samples every 10 ms
 #                per thread, plus JFR's other profile events), written to a file
 # Prints the median wall time and the median CPU time (user + system) of each
-# configuration and their ratios to plain.
+# configuration and their ratios to plain, and the median of the per-round wall-time
+# ratios (each run over the plain run of its round) with their quartiles.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -79,7 +80,11 @@ declare -A wall cpu
 TIMEFORMAT='%R %U %S'
 for ((r = 1; r <= reps; r++)); do
   echo "round $r/$reps" >&2
-  for c in "${configs[@]}"; do
+  # Each round starts at another configuration, so that none always runs first or
+  # after the same neighbour.
+  n=${#configs[@]}
+  for ((k = 0; k < n; k++)); do
+    c=${configs[$(((r + k) % n))]}
     rm -rf "$work/out" "$work/cg" "$work/profile.jfr"
     # shellcheck disable=SC2046
     clock=timer
@@ -93,11 +98,21 @@ for ((r = 1; r <= reps; r++)); do
 done
 
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
-printf '%-12s %10s %8s %10s %8s   (javac, median of %d interleaved runs)\n' config "wall s" ratio "cpu s" ratio "$reps"
+# Paired: each round's wall time over the plain run of the same round, then the median
+# and the quartiles of those ratios (slow drift of the machine's load cancels out).
+paired() {
+  paste <(tr ' ' '\n' <<<"${wall[$1]}" | grep -v '^$') <(tr ' ' '\n' <<<"${wall[plain]}" | grep -v '^$') |
+    awk '{print $1 / $2}' | sort -g |
+    awk '{a[NR]=$1} END {q=int((NR+2)/4); if (q < 1) q=1; m=(NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2);
+         printf "%.3fx (%.3f-%.3f)", m, a[q], a[NR+1-q]}'
+}
+printf '%-18s %8s %8s %8s %8s  %-24s (javac, median of %d interleaved runs)\n' config "wall s" ratio "cpu s" ratio \
+  "paired wall (quartiles)" "$reps"
 base_wall=$(median <<<"${wall[plain]}")
 base_cpu=$(median <<<"${cpu[plain]}")
 for c in "${configs[@]}"; do
   w=$(median <<<"${wall[$c]}")
   u=$(median <<<"${cpu[$c]}")
-  printf '%-12s %10.2f %7.3fx %10.2f %7.3fx\n' "$c" "$w" "$(echo "$w / $base_wall" | bc -l)" "$u" "$(echo "$u / $base_cpu" | bc -l)"
+  printf '%-18s %8.2f %7.3fx %8.2f %7.3fx  %s\n' "$c" "$w" "$(echo "$w / $base_wall" | bc -l)" "$u" \
+    "$(echo "$u / $base_cpu" | bc -l)" "$(paired "$c")"
 done

@@ -1,6 +1,7 @@
 #include "sampling.h"
 
 #include "classes.h"
+#include "hotspot.h"
 #include "jvm_support.h"
 #include "threads.h"
 #include "martini/core/log.h"
@@ -118,6 +119,7 @@ std::atomic<std::uintptr_t> gCodeBase{0};
 std::atomic<std::uint8_t> *gCodeBits = nullptr;  // kCodeWindow / kCodeGrain bits, mapped on first use
 
 bool IsCode(std::uintptr_t pc) {
+    if (hotspot::InCodeCache(pc)) return true;
     const std::uintptr_t base = gCodeBase.load(std::memory_order_acquire);
     if (base == 0 || pc < base || pc - base >= kCodeWindow) return false;
     const std::uintptr_t granule = (pc - base) / kCodeGrain;
@@ -333,7 +335,10 @@ void Sampling::Decide() { wanted_ = Vm::Wants(EV_SAMPLE_HIT); }
 
 void Sampling::AddCapabilities(jvmtiCapabilities &caps) {
     if (!wanted_) return;
-    caps.can_generate_compiled_method_load_events = 1;
+    // Debug information at every instruction: the flag itself where HotSpot's tables
+    // give it, else through CompiledMethodLoad (see sampling.h).
+    debugFlag_ = hotspot::SetBoolFlag("DebugNonSafepoints", true, &debugFlagBefore_);
+    if (!debugFlag_) caps.can_generate_compiled_method_load_events = 1;
     caps.can_get_line_numbers = 1;
 }
 
@@ -352,6 +357,9 @@ void Sampling::EnableEvents() {
 
 void Sampling::SwitchEvents(bool on) {
     jvmtiEnv *jvmti = Vm::Jvmti();
+    if (debugFlag_) {  // the flag back to what it was while nobody samples
+        hotspot::SetBoolFlag("DebugNonSafepoints", on || debugFlagBefore_);
+    }
     // AsyncGetCallTrace answers "no class load" (-1) while nobody asks for these.
     jvmti->SetEventNotificationMode(on ? JVMTI_ENABLE : JVMTI_DISABLE, JVMTI_EVENT_CLASS_LOAD, nullptr);
     // The code events stay on while a client wants them (CompiledCode).
@@ -361,6 +369,7 @@ void Sampling::SwitchEvents(bool on) {
         {EV_DYNAMIC_CODE_GENERATED, JVMTI_EVENT_DYNAMIC_CODE_GENERATED},
     };
     for (const Vm::EventSwitch &e : kCode) {
+        if (debugFlag_ && on) break;  // the code cache's bounds and HotSpot's tables stand in for them
         if (on || !Vm::Wants(e.event)) jvmti->SetEventNotificationMode(on ? JVMTI_ENABLE : JVMTI_DISABLE, e.jvmti, nullptr);
     }
 }
@@ -414,6 +423,7 @@ void Sampling::CodeUnloaded(const void *address) {
 }
 
 jmethodID Sampling::MethodAt(std::uintptr_t pc) {
+    if (debugFlag_) return hotspot::CompiledMethodAt(pc);
     std::lock_guard lock(codeMutex_);
     auto it = code_.upper_bound(pc);
     if (it == code_.begin()) return nullptr;
@@ -459,7 +469,14 @@ std::string Sampling::Start(JNIEnv *) {
     }
     active_.store(true, std::memory_order_release);  // ClassPrepare makes jmethodIDs from now on
     JmethodIdsForLoadedClasses();
-    if (!codeComplete_) {  // started after Agent_OnLoad (attach) or after a Stop: the code made before
+    if (debugFlag_ && !hotspot::FindCodeCache()) {
+        core::LogLine("sampling: cannot read where HotSpot's code cache lies: walks AsyncGetCallTrace gives up on "
+                      "are not tried again from the caller");
+    }
+    if (!codeComplete_ && debugFlag_) {
+        SwitchEvents(true);
+        codeComplete_ = true;
+    } else if (!codeComplete_) {  // started after Agent_OnLoad (attach) or after a Stop: the code made before
         SwitchEvents(true);
         Vm::Jvmti()->GenerateEvents(JVMTI_EVENT_DYNAMIC_CODE_GENERATED);
         Vm::Jvmti()->GenerateEvents(JVMTI_EVENT_COMPILED_METHOD_LOAD);

@@ -130,6 +130,11 @@ private:
     // The code events were on from Agent_OnLoad, so every range was seen; else
     // Start asks the JVM for the code made before (GenerateEvents).
     static inline bool codeComplete_ = false;
+    // DebugNonSafepoints set through HotSpot's flag table (hotspot.h), and its value
+    // before: then no code events are needed (the code cache's bounds and its segment
+    // map answer IsCode and MethodAt).
+    static inline bool debugFlag_ = false;
+    static inline bool debugFlagBefore_ = false;
 };
 
 }  // namespace martini::jvm

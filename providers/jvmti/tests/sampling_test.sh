@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SampleHit on a real JVM, through cgprof's sample mode: a known CPU split is
 # attributed in proportion, wall-clock mode sees a sleeping thread, a counted loop
-# with no safepoint poll is attributed to its own method, 64 threads loading classes
-# neither crash nor hang, a sampling-only run rewrites no class, and the report's
+# with no safepoint poll is attributed to its own method (inlined into its caller
+# too), a sample in a method's prologue is walked from its caller and named, 64
+# threads loading classes neither crash nor hang, a sampling-only run rewrites no class, and the report's
 # formats say the profile is sampled.
 # usage: sampling_test.sh AGENT JAVAC JAVA JAVA_DIR
 set -uo pipefail
@@ -90,6 +91,26 @@ ran counted counted
 loop=$(self counted SamplingWorkload.countedLoop) all=$(total counted)
 awk -v l="$loop" -v t="$all" 'BEGIN { exit !(t > 0 && l / t > 0.6) }' && ok ||
   fail "counted loop: countedLoop has ${loop} of ${all} ns"; 
+
+# 3b. The same kind of loop inlined into its caller: named only with debug information
+# at every instruction of compiled code (DebugNonSafepoints, which the agent sets);
+# without it most of the loop's time goes to its callers.
+run inlined sample=500,formats=json+collapsed inlined -XX:-UseCountedLoopSafepoints -XX:LoopStripMiningIter=0
+ran inlined inlined
+loop=$(self inlined SamplingWorkload.innerLoop) all=$(total inlined)
+awk -v l="$loop" -v t="$all" 'BEGIN { exit !(t > 0 && l / t > 0.8) }' && ok ||
+  fail "inlined counted loop: innerLoop has ${loop} of ${all} ns: $(grep sampling: "$work/inlined.err")"
+
+# 3c. Samples in a compiled method's prologue or epilogue, which AGCT cannot walk: walked
+# again from the caller, and the interrupted frame named after the compiled method its
+# address lies in (found in HotSpot's code heap), not left unknown.
+run calls sample=1000,formats=json+collapsed calls -XX:CompileCommand=quiet -XX:CompileCommand=dontinline,SamplingWorkload::tiny
+ran calls calls
+line=$(grep -o "[0-9]* of [0-9]* walked from the caller of an unknown frame ([0-9]* of those" "$work/calls.err")
+read -r recovered _ retried _ <<<"$line"
+named=$(sed -n 's/.*(\([0-9]*\) of those$/\1/p' <<<"$line")
+[ "${retried:-0}" -gt 10 ] && [ "${named:-0}" -ge $((recovered / 2)) ] && ok ||
+  fail "frames walked from the caller are not named: '${line:-no such line}'; $(grep sampling: "$work/calls.err")"
 
 # 4. 64 threads defining classes, at 1 kHz, in both modes: no crash, no hang, samples counted.
 for mode in cpu wall; do

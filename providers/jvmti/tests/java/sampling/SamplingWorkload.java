@@ -4,6 +4,13 @@
 //            split 3:1 between spinA and spinB; wall samples should see sleeper().
 //   counted  one thread in a counted int loop (run with -XX:-UseCountedLoopSafepoints
 //            -XX:LoopStripMiningIter=0: no safepoint poll inside it) for 1000 ms of CPU.
+//   inlined  a counted loop with no array access (so no trap in it) in a small method
+//            that is inlined into its caller, for 1500 ms of CPU (run with the same
+//            flags): the nearest point with debug information after the loop is the
+//            caller's, so only debug information at every instruction names the loop.
+//   calls    calls a tiny method, never inlined (-XX:CompileCommand=dontinline,
+//            SamplingWorkload::tiny), for 1500 ms of wall time: many samples land in
+//            its compiled code's prologue or epilogue, where AGCT cannot walk.
 //   stress   64 threads, each defining 40 classes through loaders of its own and
 //            calling into them.
 import java.io.InputStream;
@@ -33,6 +40,27 @@ public class SamplingWorkload {
         int s = 0;
         for (int i = 0; i < a.length; i++) s += a[i] * 31 + (s >>> 3);
         return s;
+    }
+
+    static int innerLoop(int n, int s) {
+        for (int i = 0; i < n; i++) s += i * 31 + (s >>> 3);
+        return s;
+    }
+    static int outer(int s) { return innerLoop(10_000, s) ^ 0x5bd1e995; }
+
+    static void inlined() {
+        long start = cpuMs();
+        int s = 0;
+        while (cpuMs() - start < 1500) for (int k = 0; k < 1000; k++) s = outer(s);
+        sink += s;
+    }
+
+    static long tiny(long x) { return x * 31 + 7; }
+
+    static void calls() {
+        long x = 0, end = System.nanoTime() + 1_500_000_000L;
+        while (System.nanoTime() < end) for (int i = 0; i < 100_000; i++) x = tiny(x);
+        sink += x;
     }
 
     static void split() throws Exception {
@@ -101,6 +129,8 @@ public class SamplingWorkload {
         switch (args[0]) {
             case "split": split(); break;
             case "counted": counted(); break;
+            case "inlined": inlined(); break;
+            case "calls": calls(); break;
             case "stress": stress(); break;
             case "noop": break;
             default: throw new IllegalArgumentException(args[0]);

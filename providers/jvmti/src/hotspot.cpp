@@ -1,0 +1,231 @@
+#include "hotspot.h"
+
+#include <dlfcn.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+
+namespace martini::jvm::hotspot {
+
+namespace {
+
+// One exported variable of libjvm's, read once; zero when absent.
+template <class T>
+T Exported(const char *name) {
+    const void *p = dlsym(RTLD_DEFAULT, name);
+    return p != nullptr ? *static_cast<const T *>(p) : T{};
+}
+
+// A field of a HotSpot type: its offset in an instance, or a static's address.
+struct Field {
+    std::uint64_t offset = 0;
+    std::uintptr_t address = 0;
+    bool found = false;
+};
+
+Field FindField(const char *type, const char *field) {
+    const auto *entry = Exported<const char *>("gHotSpotVMStructs");
+    const auto stride = Exported<std::uint64_t>("gHotSpotVMStructEntryArrayStride");
+    const auto typeAt = Exported<std::uint64_t>("gHotSpotVMStructEntryTypeNameOffset");
+    const auto fieldAt = Exported<std::uint64_t>("gHotSpotVMStructEntryFieldNameOffset");
+    const auto offsetAt = Exported<std::uint64_t>("gHotSpotVMStructEntryOffsetOffset");
+    const auto addressAt = Exported<std::uint64_t>("gHotSpotVMStructEntryAddressOffset");
+    if (entry == nullptr || stride == 0) return {};
+    for (;; entry += stride) {
+        const char *t = *reinterpret_cast<const char *const *>(entry + typeAt);
+        if (t == nullptr) return {};  // the table's end
+        const char *f = *reinterpret_cast<const char *const *>(entry + fieldAt);
+        if (f != nullptr && std::strcmp(t, type) == 0 && std::strcmp(f, field) == 0) {
+            return {*reinterpret_cast<const std::uint64_t *>(entry + offsetAt),
+                    *reinterpret_cast<const std::uintptr_t *>(entry + addressAt), true};
+        }
+    }
+}
+
+std::uint64_t TypeSize(const char *type) {
+    const auto *entry = Exported<const char *>("gHotSpotVMTypes");
+    const auto stride = Exported<std::uint64_t>("gHotSpotVMTypeEntryArrayStride");
+    const auto nameAt = Exported<std::uint64_t>("gHotSpotVMTypeEntryTypeNameOffset");
+    const auto sizeAt = Exported<std::uint64_t>("gHotSpotVMTypeEntrySizeOffset");
+    if (entry == nullptr || stride == 0) return 0;
+    for (;; entry += stride) {
+        const char *t = *reinterpret_cast<const char *const *>(entry + nameAt);
+        if (t == nullptr) return 0;
+        if (std::strcmp(t, type) == 0) return *reinterpret_cast<const std::uint64_t *>(entry + sizeAt);
+    }
+}
+
+// Reads the JVM's memory without trusting the address: EFAULT instead of a fault.
+template <class T>
+bool Peek(std::uintptr_t address, T &out) {
+    if (address == 0) return false;
+    iovec local{&out, sizeof(T)};
+    iovec remote{reinterpret_cast<void *>(address), sizeof(T)};
+    return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == static_cast<ssize_t>(sizeof(T));
+}
+
+// The code heaps' layout and the path from a compiled method to its jmethodID.
+struct CodeLayout {
+    Field heaps, lowBound, highBound;        // CodeCache's statics
+    Field arrayLen, arrayData;               // GrowableArray<CodeHeap*>
+    Field memory, segmap, log2Segment;       // CodeHeap
+    Field vsLow, vsHigh, vsLowBoundary;      // VirtualSpace
+    Field blockUsed;                         // HeapBlock::Header::_used (inside HeapBlock::_header)
+    Field header;                            // HeapBlock::_header
+    std::uint64_t heapBlockSize = 0;
+    Field blobName, codeBegin, codeEnd;      // CodeBlob
+    Field method;                            // CompiledMethod::_method
+    Field constMethod, constants, idnum;     // Method, ConstMethod
+    Field poolHolder, jmethodIds;            // ConstantPool, InstanceKlass
+    bool ok = false;
+
+    CodeLayout() {
+        heaps = FindField("CodeCache", "_heaps");
+        lowBound = FindField("CodeCache", "_low_bound");
+        highBound = FindField("CodeCache", "_high_bound");
+        arrayLen = FindField("GrowableArrayBase", "_len");
+        arrayData = FindField("GrowableArray<int>", "_data");
+        memory = FindField("CodeHeap", "_memory");
+        segmap = FindField("CodeHeap", "_segmap");
+        log2Segment = FindField("CodeHeap", "_log2_segment_size");
+        vsLow = FindField("VirtualSpace", "_low");
+        vsHigh = FindField("VirtualSpace", "_high");
+        vsLowBoundary = FindField("VirtualSpace", "_low_boundary");
+        header = FindField("HeapBlock", "_header");
+        blockUsed = FindField("HeapBlock::Header", "_used");
+        heapBlockSize = TypeSize("HeapBlock");
+        blobName = FindField("CodeBlob", "_name");
+        codeBegin = FindField("CodeBlob", "_code_begin");
+        codeEnd = FindField("CodeBlob", "_code_end");
+        method = FindField("CompiledMethod", "_method");
+        constMethod = FindField("Method", "_constMethod");
+        constants = FindField("ConstMethod", "_constants");
+        idnum = FindField("ConstMethod", "_method_idnum");
+        poolHolder = FindField("ConstantPool", "_pool_holder");
+        jmethodIds = FindField("InstanceKlass", "_methods_jmethod_ids");
+        ok = heaps.found && lowBound.found && highBound.found && arrayLen.found && arrayData.found && memory.found &&
+             segmap.found && log2Segment.found && vsLow.found && vsHigh.found && vsLowBoundary.found &&
+             header.found && blockUsed.found && heapBlockSize != 0 && blobName.found && codeBegin.found &&
+             codeEnd.found && method.found && constMethod.found && constants.found && idnum.found &&
+             poolHolder.found && jmethodIds.found;
+    }
+};
+
+const CodeLayout &Layout() {
+    static const CodeLayout layout;
+    return layout;
+}
+
+std::atomic<std::uintptr_t> gCodeLow{0}, gCodeHigh{0};
+
+// The start of the block of `heap` that `pc` lies in (its HeapBlock), 0 when `pc` is
+// not inside `heap` or lies in free space: CodeHeap::find_block_for, read through Peek.
+std::uintptr_t BlockOf(const CodeLayout &l, std::uintptr_t heap, std::uintptr_t pc) {
+    std::uintptr_t low = 0, high = 0, lowBoundary = 0, map = 0;
+    int log2 = 0;
+    if (!Peek(heap + l.memory.offset + l.vsLow.offset, low) || !Peek(heap + l.memory.offset + l.vsHigh.offset, high) ||
+        !Peek(heap + l.memory.offset + l.vsLowBoundary.offset, lowBoundary) ||
+        !Peek(heap + l.segmap.offset + l.vsLow.offset, map) || !Peek(heap + l.log2Segment.offset, log2)) {
+        return 0;
+    }
+    if (pc < lowBoundary || pc >= high || pc < low || log2 <= 0 || log2 > 20 || map == 0) return 0;
+    std::uintptr_t segment = (pc - low) >> log2;
+    // Each segment's byte says how many segments back its block starts (0: here;
+    // 0xFF: free); large blocks take several hops.
+    for (int hops = 0; hops < 1 << 16; ++hops) {
+        std::uint8_t back = 0;
+        if (!Peek(map + segment, back) || back == 0xFF) return 0;
+        if (back == 0) return low + (segment << log2);
+        if (back > segment) return 0;
+        segment -= back;
+    }
+    return 0;
+}
+
+}  // namespace
+
+bool SetBoolFlag(const char *name, bool value, bool *previous) {
+    const Field flags = FindField("JVMFlag", "flags");
+    const Field count = FindField("JVMFlag", "numFlags");
+    const Field flagName = FindField("JVMFlag", "_name");
+    const Field flagAddress = FindField("JVMFlag", "_addr");
+    const std::uint64_t stride = TypeSize("JVMFlag");
+    if (!flags.found || !count.found || !flagName.found || !flagAddress.found || stride == 0) return false;
+    const auto *table = *reinterpret_cast<const char *const *>(flags.address);
+    const auto n = *reinterpret_cast<const std::size_t *>(count.address);
+    for (std::size_t i = 0; table != nullptr && i < n; ++i) {
+        const char *flag = table + i * stride;
+        const char *fname = *reinterpret_cast<const char *const *>(flag + flagName.offset);
+        if (fname == nullptr || std::strcmp(fname, name) != 0) continue;
+        auto *addr = *reinterpret_cast<bool *const *>(flag + flagAddress.offset);
+        if (addr == nullptr) return false;
+        if (previous != nullptr) *previous = *addr;
+        *addr = value;
+        return true;
+    }
+    return false;
+}
+
+bool FindCodeCache() {
+    const CodeLayout &l = Layout();
+    if (!l.lowBound.found || !l.highBound.found) return false;
+    std::uintptr_t low = 0, high = 0;
+    if (!Peek(l.lowBound.address, low) || !Peek(l.highBound.address, high) || low == 0 || high <= low) return false;
+    gCodeLow.store(low, std::memory_order_relaxed);
+    gCodeHigh.store(high, std::memory_order_release);
+    return true;
+}
+
+bool InCodeCache(std::uintptr_t pc) {
+    const std::uintptr_t high = gCodeHigh.load(std::memory_order_acquire);
+    return pc < high && pc >= gCodeLow.load(std::memory_order_relaxed);
+}
+
+jmethodID CompiledMethodAt(std::uintptr_t pc) {
+    const CodeLayout &l = Layout();
+    if (!l.ok || !InCodeCache(pc)) return nullptr;
+    std::uintptr_t array = 0, data = 0;
+    int heaps = 0;
+    if (!Peek(l.heaps.address, array) || !Peek(array + l.arrayLen.offset, heaps) ||
+        !Peek(array + l.arrayData.offset, data) || heaps <= 0 || heaps > 16) {
+        return nullptr;
+    }
+    for (int h = 0; h < heaps; ++h) {
+        std::uintptr_t heap = 0;
+        if (!Peek(data + static_cast<std::uintptr_t>(h) * sizeof(void *), heap)) return nullptr;
+        const std::uintptr_t block = BlockOf(l, heap, pc);
+        if (block == 0) continue;
+        bool used = false;
+        if (!Peek(block + l.header.offset + l.blockUsed.offset, used) || !used) return nullptr;
+        const std::uintptr_t blob = block + l.heapBlockSize;
+        // An nmethod (not a stub, the interpreter or an adapter): its name is the
+        // literal every nmethod shares, and `pc` is inside its instructions.
+        std::uintptr_t name = 0, begin = 0, end = 0;
+        char text[8] = {};
+        if (!Peek(blob + l.blobName.offset, name) || !Peek(name, text) || std::memcmp(text, "nmethod", 8) != 0 ||
+            !Peek(blob + l.codeBegin.offset, begin) || !Peek(blob + l.codeEnd.offset, end) || pc < begin ||
+            pc >= end) {
+            return nullptr;
+        }
+        // Method* -> ConstMethod* -> (ConstantPool* -> InstanceKlass*, idnum) -> the
+        // class's jmethodID cache, whose slot idnum + 1 points at the Method*.
+        std::uintptr_t method = 0, constMethod = 0, pool = 0, klass = 0, ids = 0, id = 0, target = 0;
+        std::uint16_t idnum = 0;
+        if (!Peek(blob + l.method.offset, method) || !Peek(method + l.constMethod.offset, constMethod) ||
+            !Peek(constMethod + l.constants.offset, pool) || !Peek(constMethod + l.idnum.offset, idnum) ||
+            !Peek(pool + l.poolHolder.offset, klass) || !Peek(klass + l.jmethodIds.offset, ids) || ids == 0) {
+            return nullptr;
+        }
+        std::uintptr_t length = 0;  // slot 0: how many slots follow
+        if (!Peek(ids, length) || idnum >= length || !Peek(ids + (idnum + 1u) * sizeof(void *), id) ||
+            !Peek(id, target) || target != method) {
+            return nullptr;
+        }
+        return reinterpret_cast<jmethodID>(id);
+    }
+    return nullptr;
+}
+
+}  // namespace martini::jvm::hotspot
