@@ -17,6 +17,9 @@
 #   sample-100-perf, sample-1k-perf  the same with a perf task-clock per thread instead
 #                of the POSIX CPU timers (MARTINI_SAMPLING_CLOCK=perf)
 #   sample-1     cgprof=sample=1: everything sampling switches on, next to no samples
+#   sample-1-events, sample-100-events  the same with CompiledMethodLoad events for the
+#                debug information (MARTINI_SAMPLING_DEBUG_INFO=events, the fallback)
+#                instead of the DebugNonSafepoints flag set through HotSpot's flag table
 #   sample-100-nofiles  cgprof=sample=100,formats=none (no report written: what writing costs)
 #   debug-info   no agent, -XX:+DebugNonSafepoints: the debug information at every
 #                instruction of compiled code that CompiledMethodLoad makes HotSpot keep,
@@ -49,7 +52,7 @@ javac_cmd() { java "$@" -m jdk.compiler/com.sun.tools.javac.Main -nowarn -XDigno
   --patch-module java.base="$work/java.base" -d "$work/out" @"$work/sources.txt"; }
 
 configs=(plain sample-100 sample-1k wall-100 jfr-profile)
-all=" sample-100 sample-1k wall-100 jfr-profile sample-100-nofiles debug-info sample-100-perf sample-1k-perf sample-1 "
+all=" sample-100 sample-1k wall-100 jfr-profile sample-100-nofiles debug-info sample-100-perf sample-1k-perf sample-1 sample-1-events sample-100-events "
 if [ -n "${CONFIGS:-}" ]; then  # a subset: CONFIGS="sample-100 jfr-profile" (plain is always run)
   read -r -a chosen <<<"$CONFIGS"
   configs=(plain)
@@ -67,6 +70,8 @@ args_for() {
     sample-100) echo "-agentpath:$agent=cgprof=sample=100,top=0,out=$work/cg" ;;
     sample-100-nofiles) echo "-agentpath:$agent=cgprof=sample=100,top=0,formats=none" ;;
     debug-info) echo "-XX:+UnlockDiagnosticVMOptions -XX:+DebugNonSafepoints" ;;
+    sample-1-events) echo "-agentpath:$agent=cgprof=sample=1,top=0,out=$work/cg" ;;
+    sample-100-events) echo "-agentpath:$agent=cgprof=sample=100,top=0,out=$work/cg" ;;
     sample-1) echo "-agentpath:$agent=cgprof=sample=1,top=0,out=$work/cg" ;;
     sample-100-perf) echo "-agentpath:$agent=cgprof=sample=100,top=0,out=$work/cg" ;;
     sample-1k-perf) echo "-agentpath:$agent=cgprof=sample=1000,top=0,out=$work/cg" ;;
@@ -89,7 +94,9 @@ for ((r = 1; r <= reps; r++)); do
     # shellcheck disable=SC2046
     clock=timer
     [ "${c%-perf}" != "$c" ] && clock=perf
-    { time MARTINI_SAMPLING_CLOCK=$clock javac_cmd $(args_for "$c") >/dev/null 2>"$work/err"; } 2>"$work/time" ||
+    debug=flag
+    [ "${c%-events}" != "$c" ] && debug=events
+    { time MARTINI_SAMPLING_CLOCK=$clock MARTINI_SAMPLING_DEBUG_INFO=$debug javac_cmd $(args_for "$c") >/dev/null 2>"$work/err"; } 2>"$work/time" ||
       { cat "$work/err"; exit 1; }
     read -r real user sys <"$work/time"
     wall[$c]+="$real "

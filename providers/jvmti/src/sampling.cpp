@@ -337,7 +337,11 @@ void Sampling::AddCapabilities(jvmtiCapabilities &caps) {
     if (!wanted_) return;
     // Debug information at every instruction: the flag itself where HotSpot's tables
     // give it, else through CompiledMethodLoad (see sampling.h).
-    debugFlag_ = hotspot::SetBoolFlag("DebugNonSafepoints", true, &debugFlagBefore_);
+    // MARTINI_SAMPLING_DEBUG_INFO=events takes the events even so (to measure and
+    // test that way).
+    const char *how = std::getenv("MARTINI_SAMPLING_DEBUG_INFO");
+    const bool events = how != nullptr && std::strcmp(how, "events") == 0;
+    debugFlag_ = !events && hotspot::SetBoolFlag("DebugNonSafepoints", true, &debugFlagBefore_);
     if (!debugFlag_) caps.can_generate_compiled_method_load_events = 1;
     caps.can_get_line_numbers = 1;
 }
@@ -801,6 +805,9 @@ void Sampling::PrintSummary() {
         line += "; " + std::to_string(truncated) + " stacks cut at " + std::to_string(kMaxFrames) + " frames";
     }
     if (const auto noId = gNoId.load(); noId != 0) line += "; " + std::to_string(noId) + " in threads without an id";
+    line += debugFlag_ ? "; debug information at every instruction from DebugNonSafepoints, set through HotSpot's "
+                         "flag table"
+                       : "; debug information at every instruction from CompiledMethodLoad events";
     char cost[128];
     std::snprintf(cost, sizeof cost, "; CPU spent: %.1f ms in the signal handler, %.1f ms on the sampler thread",
                   static_cast<double>(gHandlerNs.load()) / 1e6, static_cast<double>(gSamplerCpuNs.load()) / 1e6);

@@ -20,10 +20,13 @@
 //
 // AGCT names only methods with a jmethodID: every class gets its jmethodIDs at
 // ClassPrepare (GetClassMethods), and the classes loaded before Start at Start.
-// CompiledMethodLoad is switched on (with nothing done in it unless a client wants
-// JIT events) because it makes HotSpot record debug information at every
-// instruction of compiled code (as -XX:+DebugNonSafepoints), so a sample in a loop
-// with no safepoint poll names the loop's method and line, inlined or not.
+// HotSpot must record debug information at every instruction of compiled code
+// (DebugNonSafepoints), so a sample in a loop with no safepoint poll names the
+// loop's method and line, inlined or not. The flag is set through HotSpot's flag
+// table (hotspot.h) while sampling runs; where that table cannot be read,
+// CompiledMethodLoad is switched on instead (with nothing done in it unless a client
+// wants JIT events), which makes HotSpot record the same, at the price of an address
+// map built and posted for every compiled method.
 //
 // No bytecode is rewritten and no call-graph capability is taken.
 //
@@ -54,8 +57,8 @@ public:
     static bool Wanted() { return wanted_; }
     static void AddCapabilities(jvmtiCapabilities &caps);
     // Agent_OnLoad: an empty ClassLoad callback (AGCT walks nothing unless the JVM
-    // posts ClassLoad events), after the callbacks are set: ClassLoad and
-    // CompiledMethodLoad on (see above).
+    // posts ClassLoad events), after the callbacks are set: ClassLoad on, and
+    // DebugNonSafepoints or CompiledMethodLoad (see above).
     static void SetCallbacks(jvmtiEventCallbacks &callbacks);
     static void EnableEvents();
     // IMpi::SetSamplingRate through the core: the rate for the next Start, and for the
@@ -74,10 +77,11 @@ public:
 
     // ClassPrepare (Instrumentation): the class's jmethodIDs, so AGCT can name its methods.
     static void Prepared(jclass klass);
-    // CompiledMethodLoad/Unload and DynamicCodeGenerated (CompiledCode): where the
-    // JVM's code is, so that a walk is retried only from an address inside it.
-    // `method`: the compiled method's (null for the interpreter and stubs), which
-    // names a frame AGCT could not name at an address inside it.
+    // CompiledMethodLoad/Unload and DynamicCodeGenerated (CompiledCode), when they are
+    // on (HotSpot's tables not readable): where the JVM's code is, so that a walk is
+    // retried only from an address inside it. `method`: the compiled method's (null
+    // for the interpreter and stubs), which names a frame AGCT could not name at an
+    // address inside it. Otherwise the code cache's bounds and segment map answer.
     static void CodeLoaded(const void *address, jint size, jmethodID method);
     static void CodeUnloaded(const void *address);
     // On the thread itself, at ThreadStart and ThreadEnd (Threads).

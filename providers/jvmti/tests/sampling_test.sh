@@ -95,22 +95,45 @@ awk -v l="$loop" -v t="$all" 'BEGIN { exit !(t > 0 && l / t > 0.6) }' && ok ||
 # 3b. The same kind of loop inlined into its caller: named only with debug information
 # at every instruction of compiled code (DebugNonSafepoints, which the agent sets);
 # without it most of the loop's time goes to its callers.
-run inlined sample=500,formats=json+collapsed inlined -XX:-UseCountedLoopSafepoints -XX:LoopStripMiningIter=0
+inlined_ok() {  # inlined_ok NAME LABEL: innerLoop has most of the time
+  local loop all
+  loop=$(self "$1" SamplingWorkload.innerLoop) all=$(total "$1")
+  awk -v l="$loop" -v t="$all" 'BEGIN { exit !(t > 0 && l / t > 0.8) }' && ok ||
+    fail "$2: innerLoop has ${loop} of ${all} ns: $(grep sampling: "$work/$1.err")"
+}
+flags=(-XX:-UseCountedLoopSafepoints -XX:LoopStripMiningIter=0)
+run inlined sample=500,formats=json+collapsed inlined "${flags[@]}"
 ran inlined inlined
-loop=$(self inlined SamplingWorkload.innerLoop) all=$(total inlined)
-awk -v l="$loop" -v t="$all" 'BEGIN { exit !(t > 0 && l / t > 0.8) }' && ok ||
-  fail "inlined counted loop: innerLoop has ${loop} of ${all} ns: $(grep sampling: "$work/inlined.err")"
+inlined_ok inlined "inlined counted loop"
+grep -q "from DebugNonSafepoints, set through HotSpot's flag table" "$work/inlined.err" && ok ||
+  fail "the debug information's source: $(grep sampling: "$work/inlined.err")"
+# The fallback for a JVM whose flag table cannot be read (CompiledMethodLoad, which
+# makes HotSpot record the same debug information), taken on purpose: the same.
+MARTINI_SAMPLING_DEBUG_INFO=events run inlined-events sample=500,formats=json+collapsed inlined "${flags[@]}"
+ran inlined-events inlined
+inlined_ok inlined-events "inlined counted loop with CompiledMethodLoad"
+grep -q "from CompiledMethodLoad events" "$work/inlined-events.err" && ok ||
+  fail "the fallback's source: $(grep sampling: "$work/inlined-events.err")"
 
 # 3c. Samples in a compiled method's prologue or epilogue, which AGCT cannot walk: walked
 # again from the caller, and the interrupted frame named after the compiled method its
-# address lies in (found in HotSpot's code heap), not left unknown.
-run calls sample=1000,formats=json+collapsed calls -XX:CompileCommand=quiet -XX:CompileCommand=dontinline,SamplingWorkload::tiny
+# address lies in (found in HotSpot's code heap, or with the fallback from the code
+# events), not left unknown.
+named_ok() {  # named_ok NAME LABEL
+  local line recovered retried named
+  line=$(grep -o "[0-9]* of [0-9]* walked from the caller of an unknown frame ([0-9]* of those" "$work/$1.err")
+  read -r recovered _ retried _ <<<"$line"
+  named=$(sed -n 's/.*(\([0-9]*\) of those$/\1/p' <<<"$line")
+  [ "${retried:-0}" -gt 10 ] && [ "${named:-0}" -ge $((recovered / 2)) ] && ok ||
+    fail "$2: frames walked from the caller are not named: '${line:-no such line}'; $(grep sampling: "$work/$1.err")"
+}
+flags=(-XX:CompileCommand=quiet -XX:CompileCommand=dontinline,SamplingWorkload::tiny)
+run calls sample=1000,formats=json+collapsed calls "${flags[@]}"
 ran calls calls
-line=$(grep -o "[0-9]* of [0-9]* walked from the caller of an unknown frame ([0-9]* of those" "$work/calls.err")
-read -r recovered _ retried _ <<<"$line"
-named=$(sed -n 's/.*(\([0-9]*\) of those$/\1/p' <<<"$line")
-[ "${retried:-0}" -gt 10 ] && [ "${named:-0}" -ge $((recovered / 2)) ] && ok ||
-  fail "frames walked from the caller are not named: '${line:-no such line}'; $(grep sampling: "$work/calls.err")"
+named_ok calls "prologue samples"
+MARTINI_SAMPLING_DEBUG_INFO=events run calls-events sample=1000,formats=json+collapsed calls "${flags[@]}"
+ran calls-events calls
+named_ok calls-events "prologue samples with CompiledMethodLoad"
 
 # 4. 64 threads defining classes, at 1 kHz, in both modes: no crash, no hang, samples counted.
 for mode in cpu wall; do
