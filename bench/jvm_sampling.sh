@@ -8,7 +8,9 @@
 #   CONFIGS="sample-100 jfr-profile" bash bench/jvm_sampling.sh ...   (a subset; plain is always run)
 #
 # Workload: javac compiling 146 JDK sources (java.util.concurrent, .function, .regex;
-# Debian's openjdk-17-source, installed if missing), as bench/jvm_overhead.sh.
+# Debian's openjdk-17-source, installed if missing), as bench/jvm_overhead.sh. With
+# SOURCES=354, all of java.util and its packages instead: a run about twice as long,
+# where start-up weighs half as much.
 # Configurations:
 #   plain        no agent
 #   sample-100   cgprof=sample=100 (CPU time, every thread; the JSON and HTML report written)
@@ -44,7 +46,11 @@ if [ ! -e "$(readlink -f "$src")" ]; then
   echo "installing openjdk-17-source for the javac workload"
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-source >/dev/null
 fi
-(cd "$work" && unzip -q "$src" 'java.base/java/util/concurrent/*' 'java.base/java/util/function/*' 'java.base/java/util/regex/*')
+if [ "${SOURCES:-146}" = 354 ]; then  # a run about twice as long: java.util and every package under it
+  (cd "$work" && unzip -q "$src" 'java.base/java/util/*')
+else
+  (cd "$work" && unzip -q "$src" 'java.base/java/util/concurrent/*' 'java.base/java/util/function/*' 'java.base/java/util/regex/*')
+fi
 find "$work/java.base" -name '*.java' | sort >"$work/sources.txt"
 echo "javac on $(wc -l <"$work/sources.txt") files" >&2
 
