@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # SampleHit on a real JVM, through cgprof's sample mode: a known CPU split is
-# attributed in proportion, wall-clock mode sees a sleeping thread, a counted loop
-# with no safepoint poll is attributed to its own method (inlined into its caller
-# too), a sample in a method's prologue is walked from its caller and named, 64
-# threads loading classes neither crash nor hang, a sampling-only run rewrites no class, and the report's
+# attributed in proportion (with either CPU clock, and when the kernel refuses perf
+# events), wall-clock mode sees a sleeping thread, a counted loop with no safepoint
+# poll is attributed to its own method (inlined into its caller too), a sample in a
+# method's prologue is walked from its caller and named, 64 threads loading classes
+# neither crash nor hang, a sampling-only run rewrites no class, and the report's
 # formats say the profile is sampled.
-# usage: sampling_test.sh AGENT JAVAC JAVA JAVA_DIR
+# usage: sampling_test.sh AGENT JAVAC JAVA JAVA_DIR NO_PERF_SHIM
 set -uo pipefail
-agent=$1 javac=$2 java=$3 javadir=$4
+agent=$1 javac=$2 java=$3 javadir=$4 noperf=$5
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "$javac" -d "$work/classes" "$javadir/sampling/SamplingWorkload.java" || exit 1
@@ -73,6 +74,13 @@ case $line in
   *"perf_event_open refused"*) echo "note: perf events refused here, the timers were used: $line" ;;
   *) fail "MARTINI_SAMPLING_CLOCK=perf: the sampling line names no clock: $(grep sampling: "$work/cpu-perf.err")" ;;
 esac
+# A kernel that refuses perf events (tests/no_perf_shim.cpp): the timers instead, the
+# line says why, and the split holds.
+LD_PRELOAD=$noperf MARTINI_SAMPLING_CLOCK=perf run cpu-noperf sample=500,formats=json+collapsed split
+ran cpu-noperf split
+split_ok cpu-noperf "CPU split with perf events refused"
+grep -q "Hz of CPU time (POSIX CPU timers: perf_event_open refused, Permission denied, [0-9]* signals)" \
+  "$work/cpu-noperf.err" && ok || fail "perf events refused: $(grep sampling: "$work/cpu-noperf.err")"
 
 # Sampling only: no class rewritten, no retransformation.
 [ -z "$(ls -A "$work/cpu/dump")" ] && ok || fail "a sampling-only run rewrote classes: $(ls "$work/cpu/dump" | head -3)"
