@@ -14,9 +14,11 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
+import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from testlib import Checks  # noqa: E402
@@ -124,6 +126,26 @@ if not sanitized:
           and files_in(d) == [], r.stderr + str(files_in(d)))
 
 # -- %p and %t in clients' output names ------------------------------------------------
+# An output that is not a regular file (a FIFO here; /dev/null, a terminal, a pipe
+# alike) is written into, never replaced by a file renamed over it.
+fifo = os.path.join(work, "calls.fifo")
+os.mkfifo(fifo)
+received = {}
+
+
+def read_fifo():
+    with open(fifo) as f:
+        received["text"] = f.read()
+
+
+reader = threading.Thread(target=read_fifo, daemon=True)
+reader.start()
+r = run([replay, "--client", f"callcount=out={fifo}", trace], timeout=60)
+reader.join(timeout=10)
+check("an output that is a FIFO is written into and stays a FIFO",
+      stat.S_ISFIFO(os.stat(fifo).st_mode) and "calls" in received.get("text", "")
+      and not glob.glob(fifo + ".*.tmp"), f"{r.stderr}\nreceived: {received}")
+
 p = subprocess.Popen([replay, "--client", f"callcount=out={work}/calls-%p-%t.txt", trace], env=env,
                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 out, err = p.communicate()

@@ -1,7 +1,8 @@
 // Writing a client's output file so that it is either complete or absent: the content
 // goes to PATH.<pid>.tmp in the same directory, every write and the close are checked
 // (and the data synced), then it is renamed to PATH. On failure the temporary is
-// removed. Either way the outcome is appended to the run status file ("wrote PATH" or
+// removed. A PATH that exists and is not a regular file (/dev/null, a terminal, a FIFO)
+// is written into directly: a rename would replace it with a file. Either way the outcome is appended to the run status file ("wrote PATH" or
 // "failed PATH: CAUSE", martini/clients/status.h) for `martini run`.
 // Header-only; no dependencies beyond the C++ and POSIX libraries.
 #pragma once
@@ -77,7 +78,9 @@ inline std::string WriteAll(const std::string &tmp, const std::string &data) {
 // PATH is complete, else "cannot write 'PATH': CAUSE" (and PATH is as it was before).
 inline std::string WriteFileAtomicallyTo(const std::string &path,
                                          const std::function<std::string(const std::string &tmp)> &write) {
-    const std::string tmp = TemporaryOutputName(path);
+    struct stat target {};
+    const bool inPlace = ::stat(path.c_str(), &target) == 0 && !S_ISREG(target.st_mode);
+    const std::string tmp = inPlace ? path : TemporaryOutputName(path);
     std::string error;
     try {
         error = write(tmp);
@@ -86,6 +89,7 @@ inline std::string WriteFileAtomicallyTo(const std::string &path,
     } catch (...) {
         error = "the writer failed";
     }
+    if (inPlace) return detail::Finish(path, error);
     if (error.empty() && ::rename(tmp.c_str(), path.c_str()) != 0) error = std::strerror(errno);
     if (!error.empty()) ::unlink(tmp.c_str());
     return detail::Finish(path, error);
