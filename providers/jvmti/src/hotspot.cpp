@@ -11,11 +11,35 @@ namespace martini::jvm::hotspot {
 
 namespace {
 
-// One exported variable of libjvm's, read once; zero when absent.
+// One exported variable of libjvm's; zero when absent.
 template <class T>
 T Exported(const char *name) {
     const void *p = dlsym(RTLD_DEFAULT, name);
     return p != nullptr ? *static_cast<const T *>(p) : T{};
+}
+
+// Where the two tables are and how their entries are laid out, read once.
+struct Tables {
+    const char *structs = Exported<const char *>("gHotSpotVMStructs");
+    std::uint64_t structStride = Exported<std::uint64_t>("gHotSpotVMStructEntryArrayStride");
+    std::uint64_t typeAt = Exported<std::uint64_t>("gHotSpotVMStructEntryTypeNameOffset");
+    std::uint64_t fieldAt = Exported<std::uint64_t>("gHotSpotVMStructEntryFieldNameOffset");
+    std::uint64_t offsetAt = Exported<std::uint64_t>("gHotSpotVMStructEntryOffsetOffset");
+    std::uint64_t addressAt = Exported<std::uint64_t>("gHotSpotVMStructEntryAddressOffset");
+    const char *types = Exported<const char *>("gHotSpotVMTypes");
+    std::uint64_t typeStride = Exported<std::uint64_t>("gHotSpotVMTypeEntryArrayStride");
+    std::uint64_t typeNameAt = Exported<std::uint64_t>("gHotSpotVMTypeEntryTypeNameOffset");
+    std::uint64_t sizeAt = Exported<std::uint64_t>("gHotSpotVMTypeEntrySizeOffset");
+};
+
+const Tables &TheTables() {
+    static const Tables tables;
+    return tables;
+}
+
+template <class T>
+T At(const char *entry, std::uint64_t offset) {
+    return *reinterpret_cast<const T *>(entry + offset);
 }
 
 // A field of a HotSpot type: its offset in an instance, or a static's address.
@@ -26,34 +50,25 @@ struct Field {
 };
 
 Field FindField(const char *type, const char *field) {
-    const auto *entry = Exported<const char *>("gHotSpotVMStructs");
-    const auto stride = Exported<std::uint64_t>("gHotSpotVMStructEntryArrayStride");
-    const auto typeAt = Exported<std::uint64_t>("gHotSpotVMStructEntryTypeNameOffset");
-    const auto fieldAt = Exported<std::uint64_t>("gHotSpotVMStructEntryFieldNameOffset");
-    const auto offsetAt = Exported<std::uint64_t>("gHotSpotVMStructEntryOffsetOffset");
-    const auto addressAt = Exported<std::uint64_t>("gHotSpotVMStructEntryAddressOffset");
-    if (entry == nullptr || stride == 0) return {};
-    for (;; entry += stride) {
-        const char *t = *reinterpret_cast<const char *const *>(entry + typeAt);
-        if (t == nullptr) return {};  // the table's end
-        const char *f = *reinterpret_cast<const char *const *>(entry + fieldAt);
-        if (f != nullptr && std::strcmp(t, type) == 0 && std::strcmp(f, field) == 0) {
-            return {*reinterpret_cast<const std::uint64_t *>(entry + offsetAt),
-                    *reinterpret_cast<const std::uintptr_t *>(entry + addressAt), true};
+    const Tables &t = TheTables();
+    if (t.structs == nullptr || t.structStride == 0) return {};
+    for (const char *entry = t.structs;; entry += t.structStride) {
+        const auto *name = At<const char *>(entry, t.typeAt);
+        if (name == nullptr) return {};  // the table's end
+        const auto *f = At<const char *>(entry, t.fieldAt);
+        if (f != nullptr && std::strcmp(name, type) == 0 && std::strcmp(f, field) == 0) {
+            return {At<std::uint64_t>(entry, t.offsetAt), At<std::uintptr_t>(entry, t.addressAt), true};
         }
     }
 }
 
 std::uint64_t TypeSize(const char *type) {
-    const auto *entry = Exported<const char *>("gHotSpotVMTypes");
-    const auto stride = Exported<std::uint64_t>("gHotSpotVMTypeEntryArrayStride");
-    const auto nameAt = Exported<std::uint64_t>("gHotSpotVMTypeEntryTypeNameOffset");
-    const auto sizeAt = Exported<std::uint64_t>("gHotSpotVMTypeEntrySizeOffset");
-    if (entry == nullptr || stride == 0) return 0;
-    for (;; entry += stride) {
-        const char *t = *reinterpret_cast<const char *const *>(entry + nameAt);
-        if (t == nullptr) return 0;
-        if (std::strcmp(t, type) == 0) return *reinterpret_cast<const std::uint64_t *>(entry + sizeAt);
+    const Tables &t = TheTables();
+    if (t.types == nullptr || t.typeStride == 0) return 0;
+    for (const char *entry = t.types;; entry += t.typeStride) {
+        const auto *name = At<const char *>(entry, t.typeNameAt);
+        if (name == nullptr) return 0;
+        if (std::strcmp(name, type) == 0) return At<std::uint64_t>(entry, t.sizeAt);
     }
 }
 
@@ -146,26 +161,21 @@ std::uintptr_t BlockOf(const CodeLayout &l, std::uintptr_t heap, std::uintptr_t 
 
 }  // namespace
 
-bool SetBoolFlag(const char *name, bool value, bool *previous) {
+bool *BoolFlag(const char *name) {
     const Field flags = FindField("JVMFlag", "flags");
     const Field count = FindField("JVMFlag", "numFlags");
     const Field flagName = FindField("JVMFlag", "_name");
     const Field flagAddress = FindField("JVMFlag", "_addr");
     const std::uint64_t stride = TypeSize("JVMFlag");
-    if (!flags.found || !count.found || !flagName.found || !flagAddress.found || stride == 0) return false;
+    if (!flags.found || !count.found || !flagName.found || !flagAddress.found || stride == 0) return nullptr;
     const auto *table = *reinterpret_cast<const char *const *>(flags.address);
     const auto n = *reinterpret_cast<const std::size_t *>(count.address);
     for (std::size_t i = 0; table != nullptr && i < n; ++i) {
         const char *flag = table + i * stride;
-        const char *fname = *reinterpret_cast<const char *const *>(flag + flagName.offset);
-        if (fname == nullptr || std::strcmp(fname, name) != 0) continue;
-        auto *addr = *reinterpret_cast<bool *const *>(flag + flagAddress.offset);
-        if (addr == nullptr) return false;
-        if (previous != nullptr) *previous = *addr;
-        *addr = value;
-        return true;
+        const auto *fname = At<const char *>(flag, flagName.offset);
+        if (fname != nullptr && std::strcmp(fname, name) == 0) return At<bool *>(flag, flagAddress.offset);
     }
-    return false;
+    return nullptr;
 }
 
 bool FindCodeCache() {

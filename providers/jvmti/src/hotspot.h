@@ -23,9 +23,10 @@
 
 namespace martini::jvm::hotspot {
 
-// Sets a bool -XX flag to `value`; `previous` gets its value before. False when the
-// tables or the flag are not there.
-bool SetBoolFlag(const char *name, bool value, bool *previous = nullptr);
+// Where a bool -XX flag's value lives (the JVM reads it where it decides: for
+// DebugNonSafepoints, at each compilation), to read and set; null when the tables or
+// the flag are not there.
+bool *BoolFlag(const char *name);
 
 // Reads the code cache's bounds (set once the JVM has made its code cache: from
 // VMInit on). False when not known; InCodeCache then answers false.

@@ -341,8 +341,9 @@ void Sampling::AddCapabilities(jvmtiCapabilities &caps) {
     // test that way).
     const char *how = std::getenv("MARTINI_SAMPLING_DEBUG_INFO");
     const bool events = how != nullptr && std::strcmp(how, "events") == 0;
-    debugFlag_ = !events && hotspot::SetBoolFlag("DebugNonSafepoints", true, &debugFlagBefore_);
-    if (!debugFlag_) caps.can_generate_compiled_method_load_events = 1;
+    debugFlag_ = events ? nullptr : hotspot::BoolFlag("DebugNonSafepoints");
+    if (debugFlag_ != nullptr) debugFlagBefore_ = *debugFlag_;  // set by SwitchEvents
+    else caps.can_generate_compiled_method_load_events = 1;
     caps.can_get_line_numbers = 1;
 }
 
@@ -361,11 +362,12 @@ void Sampling::EnableEvents() {
 
 void Sampling::SwitchEvents(bool on) {
     jvmtiEnv *jvmti = Vm::Jvmti();
-    if (debugFlag_) {  // the flag back to what it was while nobody samples
-        hotspot::SetBoolFlag("DebugNonSafepoints", on || debugFlagBefore_);
-    }
     // AsyncGetCallTrace answers "no class load" (-1) while nobody asks for these.
     jvmti->SetEventNotificationMode(on ? JVMTI_ENABLE : JVMTI_DISABLE, JVMTI_EVENT_CLASS_LOAD, nullptr);
+    if (debugFlag_ != nullptr) {  // back to what it was while nobody samples; no code events needed
+        *debugFlag_ = on || debugFlagBefore_;
+        return;
+    }
     // The code events stay on while a client wants them (CompiledCode).
     static constexpr Vm::EventSwitch kCode[] = {
         {EV_JITTED_METHOD_LOADED, JVMTI_EVENT_COMPILED_METHOD_LOAD},
@@ -373,7 +375,6 @@ void Sampling::SwitchEvents(bool on) {
         {EV_DYNAMIC_CODE_GENERATED, JVMTI_EVENT_DYNAMIC_CODE_GENERATED},
     };
     for (const Vm::EventSwitch &e : kCode) {
-        if (debugFlag_ && on) break;  // the code cache's bounds and HotSpot's tables stand in for them
         if (on || !Vm::Wants(e.event)) jvmti->SetEventNotificationMode(on ? JVMTI_ENABLE : JVMTI_DISABLE, e.jvmti, nullptr);
     }
 }
@@ -429,7 +430,7 @@ void Sampling::CodeUnloaded(const void *address) {
 }
 
 jmethodID Sampling::MethodAt(std::uintptr_t pc) {
-    if (debugFlag_) return hotspot::CompiledMethodAt(pc);
+    if (debugFlag_ != nullptr) return hotspot::CompiledMethodAt(pc);
     std::lock_guard lock(codeMutex_);
     auto it = code_.upper_bound(pc);
     if (it == code_.begin()) return nullptr;
@@ -475,17 +476,16 @@ std::string Sampling::Start(JNIEnv *) {
     }
     active_.store(true, std::memory_order_release);  // ClassPrepare makes jmethodIDs from now on
     JmethodIdsForLoadedClasses();
-    if (debugFlag_ && !hotspot::FindCodeCache()) {
+    if (debugFlag_ != nullptr && !hotspot::FindCodeCache()) {
         core::LogLine("sampling: cannot read where HotSpot's code cache lies: walks AsyncGetCallTrace gives up on "
                       "are not tried again from the caller");
     }
-    if (!codeComplete_ && debugFlag_) {
+    if (!codeComplete_) {  // started after Agent_OnLoad (attach) or after a Stop
         SwitchEvents(true);
-        codeComplete_ = true;
-    } else if (!codeComplete_) {  // started after Agent_OnLoad (attach) or after a Stop: the code made before
-        SwitchEvents(true);
-        Vm::Jvmti()->GenerateEvents(JVMTI_EVENT_DYNAMIC_CODE_GENERATED);
-        Vm::Jvmti()->GenerateEvents(JVMTI_EVENT_COMPILED_METHOD_LOAD);
+        if (debugFlag_ == nullptr) {  // the code made before, from the code events
+            Vm::Jvmti()->GenerateEvents(JVMTI_EVENT_DYNAMIC_CODE_GENERATED);
+            Vm::Jvmti()->GenerateEvents(JVMTI_EVENT_COMPILED_METHOD_LOAD);
+        }
         codeComplete_ = true;
     }
     static bool handlerInstalled = false;
@@ -807,9 +807,9 @@ void Sampling::PrintSummary() {
         line += "; " + std::to_string(truncated) + " stacks cut at " + std::to_string(kMaxFrames) + " frames";
     }
     if (const auto noId = gNoId.load(); noId != 0) line += "; " + std::to_string(noId) + " in threads without an id";
-    line += debugFlag_ ? "; debug information at every instruction from DebugNonSafepoints, set through HotSpot's "
-                         "flag table"
-                       : "; debug information at every instruction from CompiledMethodLoad events";
+    line += debugFlag_ != nullptr
+                ? "; debug information at every instruction from DebugNonSafepoints, set through HotSpot's flag table"
+                : "; debug information at every instruction from CompiledMethodLoad events";
     char cost[192];
     std::snprintf(cost, sizeof cost,
                   "; CPU spent: %.1f ms in the signal handler, %.1f ms on the sampler thread, %.1f ms making jmethodIDs",

@@ -134,10 +134,11 @@ private:
     // The code events were on from Agent_OnLoad, so every range was seen; else
     // Start asks the JVM for the code made before (GenerateEvents).
     static inline bool codeComplete_ = false;
-    // DebugNonSafepoints set through HotSpot's flag table (hotspot.h), and its value
-    // before: then no code events are needed (the code cache's bounds and its segment
-    // map answer IsCode and MethodAt).
-    static inline bool debugFlag_ = false;
+    // DebugNonSafepoints in HotSpot's flag table (hotspot.h), null where it cannot be
+    // found (then the code events stand in), and its value before sampling: set while
+    // sampling runs; then no code events are needed (the code cache's bounds and its
+    // segment map answer IsCode and MethodAt).
+    static inline bool *debugFlag_ = nullptr;
     static inline bool debugFlagBefore_ = false;
 };
 
