@@ -11,6 +11,7 @@ usage: attach_java_test.py MARTINI_BUILD_DIR SOURCE_ROOT JAVAC
 """
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -120,6 +121,49 @@ check("while attached the bytecodes differ (the check sees probes)", work_before
 
 # Sampling attached: `martini attach PID --client cgprof=sample`, twice (the sampler
 # stops at the detach and starts again at the next attach), a sample point in between.
+# While sampling, HotSpot keeps debug information at every instruction of the code it
+# compiles (DebugNonSafepoints, which the agent sets); after the detach the flag is as
+# it was (read with the JDK's jcmd, where installed; a diagnostic flag is listed only
+# in a JVM started with -XX:+UnlockDiagnosticVMOptions).
+jcmd = shutil.which("jcmd")
+
+
+def debug_non_safepoints(pid):
+    if jcmd is None:
+        return None
+    r = run([jcmd, pid, "VM.flags", "-all"], timeout=60)
+    m = re.search(r"\bDebugNonSafepoints\s+= (true|false)", r.stdout)
+    return m.group(1) if m else r.stdout + r.stderr
+
+
+stop = os.path.join(work, "stop-sampled")
+proc, pid = start(stop, extra=("-XX:+UnlockDiagnosticVMOptions",))
+try:
+    for i in (1, 2):
+        out = os.path.join(work, f"sampled{i}")
+        attacher = subprocess.Popen([martini, "attach", pid, "--client", "cgprof=sample=500,formats=json,top=0",
+                                     "--duration", "3s", "--output", out],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.5)
+        flag = debug_non_safepoints(pid)
+        check(f"sampled attach {i}: DebugNonSafepoints on while sampling", flag in (None, "true"), flag)
+        sample = run([martini, "control", pid, "sample", "mid"], timeout=60)
+        check(f"sampled attach {i}: a sample point", sample.returncode == 0, sample.stderr)
+        _, err = attacher.communicate(timeout=60)
+        check(f"sampled attach {i}: detached", attacher.returncode == 0 and f"detached from process {pid}" in err, err)
+        check(f"sampled attach {i}: no class rewritten", "classes restored" not in err or
+              "0 classes restored" in err, err)
+        flag = debug_non_safepoints(pid)
+        check(f"sampled attach {i}: DebugNonSafepoints back off after the detach", flag in (None, "false"), flag)
+        for name in ("cgprof-mid.json", "cgprof.json"):
+            path = os.path.join(out, name)
+            samples = self_by_frame(json.load(open(path)), "samples") if os.path.exists(path) else {}
+            check(f"sampled attach {i}: {name} has Attached.work's samples", samples.get("Attached.work", 0) > 10,
+                  (samples, err))
+finally:
+    out, err, rc = finish(proc, stop) if proc.poll() is None else ("", "", proc.returncode)
+check("sampled: output and exit status unchanged", out == plain_out and rc == plain_rc, (out, rc, err))
+
 # Main sleeps between short bursts of work and ran before the attach: after the
 # program has run half a second, its samples in a 3 s attach come to about its CPU
 # time (read from /proc before and after) at 500 Hz. A walk that finds no Java frame
@@ -135,30 +179,6 @@ def cpu_ns_by_thread(pid):
             pass
     return times
 
-
-stop = os.path.join(work, "stop-sampled")
-proc, pid = start(stop)
-try:
-    for i in (1, 2):
-        out = os.path.join(work, f"sampled{i}")
-        attacher = subprocess.Popen([martini, "attach", pid, "--client", "cgprof=sample=500,formats=json,top=0",
-                                     "--duration", "3s", "--output", out],
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(1.5)
-        sample = run([martini, "control", pid, "sample", "mid"], timeout=60)
-        check(f"sampled attach {i}: a sample point", sample.returncode == 0, sample.stderr)
-        _, err = attacher.communicate(timeout=60)
-        check(f"sampled attach {i}: detached", attacher.returncode == 0 and f"detached from process {pid}" in err, err)
-        check(f"sampled attach {i}: no class rewritten", "classes restored" not in err or
-              "0 classes restored" in err, err)
-        for name in ("cgprof-mid.json", "cgprof.json"):
-            path = os.path.join(out, name)
-            samples = self_by_frame(json.load(open(path)), "samples") if os.path.exists(path) else {}
-            check(f"sampled attach {i}: {name} has Attached.work's samples", samples.get("Attached.work", 0) > 10,
-                  (samples, err))
-finally:
-    out, err, rc = finish(proc, stop) if proc.poll() is None else ("", "", proc.returncode)
-check("sampled: output and exit status unchanged", out == plain_out and rc == plain_rc, (out, rc, err))
 
 stop = os.path.join(work, "stop-sleepy")
 proc, pid = start(stop)
