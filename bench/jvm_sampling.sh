@@ -70,19 +70,17 @@ if [ -n "${CONFIGS:-}" ]; then  # a subset: CONFIGS="sample-100 jfr-profile" (pl
     esac
   done
 fi
-args_for() {
-  case $1 in
+args_for() {  # -perf and -events change the environment only (below)
+  local base=${1%-perf}
+  base=${base%-events}
+  case $base in
     plain) ;;
-    sample-100) echo "-agentpath:$agent=cgprof=sample=100,top=0,out=$work/cg" ;;
-    sample-100-nofiles) echo "-agentpath:$agent=cgprof=sample=100,top=0,formats=none" ;;
-    debug-info) echo "-XX:+UnlockDiagnosticVMOptions -XX:+DebugNonSafepoints" ;;
-    sample-1-events) echo "-agentpath:$agent=cgprof=sample=1,top=0,out=$work/cg" ;;
-    sample-100-events) echo "-agentpath:$agent=cgprof=sample=100,top=0,out=$work/cg" ;;
     sample-1) echo "-agentpath:$agent=cgprof=sample=1,top=0,out=$work/cg" ;;
-    sample-100-perf) echo "-agentpath:$agent=cgprof=sample=100,top=0,out=$work/cg" ;;
-    sample-1k-perf) echo "-agentpath:$agent=cgprof=sample=1000,top=0,out=$work/cg" ;;
+    sample-100) echo "-agentpath:$agent=cgprof=sample=100,top=0,out=$work/cg" ;;
     sample-1k) echo "-agentpath:$agent=cgprof=sample=1000,top=0,out=$work/cg" ;;
+    sample-100-nofiles) echo "-agentpath:$agent=cgprof=sample=100,top=0,formats=none" ;;
     wall-100) echo "-agentpath:$agent=cgprof=sample=100,wall,top=0,out=$work/cg" ;;
+    debug-info) echo "-XX:+UnlockDiagnosticVMOptions -XX:+DebugNonSafepoints" ;;
     jfr-profile) echo "-XX:StartFlightRecording=filename=$work/profile.jfr,settings=profile" ;;
   esac
 }
