@@ -31,7 +31,8 @@
 #                per thread, plus JFR's other profile events), written to a file
 # Prints the median wall time and the median CPU time (user + system) of each
 # configuration and their ratios to plain, and the median of the per-round wall-time
-# ratios (each run over the plain run of its round) with their quartiles.
+# ratios (each run over the plain run of its round) with their quartiles; then, for
+# the agent's configurations, the CPU its VMDeath line says it spent (last round).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -85,7 +86,7 @@ args_for() {  # -perf and -events change the environment only (below)
   esac
 }
 
-declare -A wall cpu
+declare -A wall cpu spent
 TIMEFORMAT='%R %U %S'
 for ((r = 1; r <= reps; r++)); do
   echo "round $r/$reps" >&2
@@ -103,6 +104,7 @@ for ((r = 1; r <= reps; r++)); do
     { time MARTINI_SAMPLING_CLOCK=$clock MARTINI_SAMPLING_DEBUG_INFO=$debug javac_cmd $(args_for "$c") >/dev/null 2>"$work/err"; } 2>"$work/time" ||
       { cat "$work/err"; exit 1; }
     read -r real user sys <"$work/time"
+    spent[$c]=$(grep -o 'CPU spent: .*' "$work/err" || true)  # the agent's own account, last round's
     wall[$c]+="$real "
     cpu[$c]+="$(echo "$user + $sys" | bc) "
   done
@@ -126,4 +128,7 @@ for c in "${configs[@]}"; do
   u=$(median <<<"${cpu[$c]}")
   printf '%-18s %8.2f %7.3fx %8.2f %7.3fx  %s\n' "$c" "$w" "$(echo "$w / $base_wall" | bc -l)" "$u" \
     "$(echo "$u / $base_cpu" | bc -l)" "$(paired "$c")"
+done
+for c in "${configs[@]}"; do
+  if [ -n "${spent[$c]}" ]; then printf '%-18s %s\n' "$c" "${spent[$c]}"; fi
 done
