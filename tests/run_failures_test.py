@@ -125,9 +125,9 @@ if not sanitized:
     check("threadprof on a full disk: named, nothing truncated", "No space left on device" in r.stderr
           and files_in(d) == [], r.stderr + str(files_in(d)))
 
-# -- %p and %t in clients' output names ------------------------------------------------
-# An output that is not a regular file (a FIFO here; /dev/null, a terminal, a pipe
-# alike) is written into, never replaced by a file renamed over it.
+# -- an output that is not a regular file ------------------------------------------------
+# A FIFO here; /dev/null, a terminal, a pipe alike: written into, never replaced by a
+# file renamed over it.
 fifo = os.path.join(work, "calls.fifo")
 os.mkfifo(fifo)
 received = {}
@@ -146,6 +146,7 @@ check("an output that is a FIFO is written into and stays a FIFO",
       stat.S_ISFIFO(os.stat(fifo).st_mode) and "calls" in received.get("text", "")
       and not glob.glob(fifo + ".*.tmp"), f"{r.stderr}\nreceived: {received}")
 
+# -- %p and %t in clients' output names ------------------------------------------------
 p = subprocess.Popen([replay, "--client", f"callcount=out={work}/calls-%p-%t.txt", trace], env=env,
                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 out, err = p.communicate()

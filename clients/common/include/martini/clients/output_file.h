@@ -2,8 +2,9 @@
 // goes to PATH.<pid>.tmp in the same directory, every write and the close are checked
 // (and the data synced), then it is renamed to PATH. On failure the temporary is
 // removed. A PATH that exists and is not a regular file (/dev/null, a terminal, a FIFO)
-// is written into directly: a rename would replace it with a file. Either way the outcome is appended to the run status file ("wrote PATH" or
-// "failed PATH: CAUSE", martini/clients/status.h) for `martini run`.
+// is written into directly: a rename would replace it with a file. Either way the
+// outcome is appended to the run status file ("wrote PATH" or "failed PATH: CAUSE",
+// martini/clients/status.h) for `martini run`.
 // Header-only; no dependencies beyond the C++ and POSIX libraries.
 #pragma once
 
