@@ -518,7 +518,11 @@ void Sampling::Stop() {
         threads_.clear();
     }
     running_.store(false, std::memory_order_release);
-    stopping_.store(true, std::memory_order_release);
+    {
+        std::lock_guard lock(sleepMutex_);
+        stopping_.store(true, std::memory_order_release);
+    }
+    wake_.notify_all();
     if (thread_.joinable()) thread_.join();  // it raises what is left, then detaches from the JVM
     gUnseen.clear();  // thread ids are reused
     // The JVM back to full speed: no ClassLoad, CompiledMethodLoad (and with it the
@@ -627,25 +631,35 @@ void Sampling::Run() {
     using Clock = std::chrono::steady_clock;
     auto next = Clock::now();
     auto lastDrain = next;
-    while (!stopping_.load(std::memory_order_acquire)) {
+    // Sleeps until `until` or Stop; true when it is time to stop.
+    auto sleepUntil = [](Clock::time_point until) {
+        std::unique_lock lock(sleepMutex_);
+        return wake_.wait_until(lock, until, [] { return stopping_.load(std::memory_order_acquire); });
+    };
+    for (;;) {
         if (wall_.load(std::memory_order_relaxed)) {
             next += std::chrono::nanoseconds(1'000'000'000L / hz_.load(std::memory_order_relaxed));
             const auto now = Clock::now();
             if (next < now) next = now;  // late (a slow drain): no burst to catch up
-            std::this_thread::sleep_until(next);
+            if (sleepUntil(next)) break;
             SignalAll();
             if (Clock::now() - lastDrain >= std::chrono::milliseconds(20)) {
                 DrainInFrame(jni);
                 lastDrain = Clock::now();
             }
         } else {
-            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            if (sleepUntil(Clock::now() + std::chrono::milliseconds(20))) break;
             DrainInFrame(jni);
         }
     }
-    // Samples taken before the timers were deleted; a handler still running on
-    // another thread finishes its slot within microseconds.
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    // Samples taken before the timers were deleted: a handler still running on
+    // another thread finishes its slot within microseconds (waited for, 10 ms at most).
+    for (int i = 0; i < 100 && std::any_of(gStates.begin(), gStates.end(), [](const auto &state) {
+                        return state.load(std::memory_order_acquire) == kFilling;
+                    });
+         ++i) {
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
     DrainInFrame(jni);
     gMethodCache.clear();
     timespec cpu{};

@@ -41,6 +41,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <map>
 #include <cstdint>
 #include <mutex>
@@ -119,6 +120,10 @@ private:
     static inline std::atomic<bool> wall_{false};
     static inline std::atomic<bool> running_{false};
     static inline std::atomic<bool> stopping_{false};
+    // The sampler thread sleeps on this between drains; Stop wakes it at once, so that
+    // a VM that ends does not wait out its sleep.
+    static inline std::mutex sleepMutex_;
+    static inline std::condition_variable wake_;
     static inline std::atomic<bool> active_{false};  // from Start to Stop: jmethodIDs at ClassPrepare
     static inline std::mutex controlMutex_;  // Start, Stop
     static inline std::mutex threadsMutex_;
