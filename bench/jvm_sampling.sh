@@ -13,6 +13,8 @@
 # where start-up weighs half as much.
 # Configurations:
 #   plain        no agent
+#   plain-again  no agent, a second plain run in each round: the A/A control, whose
+#                ratio to plain is what this machine's noise alone makes of two equal runs
 #   sample-100   cgprof=sample=100 (CPU time, every thread; the JSON and HTML report written)
 #   sample-1k    cgprof=sample=1000
 #   wall-100     cgprof=sample=100,wall
@@ -31,7 +33,8 @@
 #                per thread, plus JFR's other profile events), written to a file
 # Prints the median wall time and the median CPU time (user + system) of each
 # configuration and their ratios to plain, and the median of the per-round wall-time
-# ratios (each run over the plain run of its round) with their quartiles; then, for
+# ratios (each run over the plain run of its round) with their quartiles and the 95%
+# confidence interval of that median (order statistics); then, for
 # the agent's configurations, the CPU its VMDeath line says it spent (last round).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -59,7 +62,7 @@ javac_cmd() { java "$@" -m jdk.compiler/com.sun.tools.javac.Main -nowarn -XDigno
   --patch-module java.base="$work/java.base" -d "$work/out" @"$work/sources.txt"; }
 
 configs=(plain sample-100 sample-1k wall-100 jfr-profile)
-all=" sample-100 sample-1k wall-100 jfr-profile sample-100-nofiles debug-info sample-100-perf sample-1k-perf sample-1 sample-1-events sample-100-events "
+all=" plain-again sample-100 sample-1k wall-100 jfr-profile sample-100-nofiles debug-info sample-100-perf sample-1k-perf sample-1 sample-1-events sample-100-events "
 if [ -n "${CONFIGS:-}" ]; then  # a subset: CONFIGS="sample-100 jfr-profile" (plain is always run)
   read -r -a chosen <<<"$CONFIGS"
   configs=(plain)
@@ -75,7 +78,7 @@ args_for() {  # -perf and -events change the environment only (below)
   local base=${1%-perf}
   base=${base%-events}
   case $base in
-    plain) ;;
+    plain | plain-again) ;;
     sample-1) echo "-agentpath:$agent=cgprof=sample=1,top=0,out=$work/cg" ;;
     sample-100) echo "-agentpath:$agent=cgprof=sample=100,top=0,out=$work/cg" ;;
     sample-1k) echo "-agentpath:$agent=cgprof=sample=1000,top=0,out=$work/cg" ;;
@@ -117,10 +120,12 @@ paired() {
   paste <(tr ' ' '\n' <<<"${wall[$1]}" | grep -v '^$') <(tr ' ' '\n' <<<"${wall[plain]}" | grep -v '^$') |
     awk '{print $1 / $2}' | sort -g |
     awk '{a[NR]=$1} END {q=int((NR+2)/4); if (q < 1) q=1; m=(NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2);
-         printf "%.3fx (%.3f-%.3f)", m, a[q], a[NR+1-q]}'
+         # the 95% confidence interval of the median: the order statistics n/2 -+ 0.98 sqrt(n)
+         lo=int(NR/2 - 0.98*sqrt(NR)); if (lo < 1) lo=1; hi=NR+1-lo;
+         printf "%.3fx (%.3f-%.3f; %.3f-%.3f)", m, a[q], a[NR+1-q], a[lo], a[hi]}'
 }
-printf '%-18s %8s %8s %8s %8s  %-24s (javac, median of %d interleaved runs)\n' config "wall s" ratio "cpu s" ratio \
-  "paired wall (quartiles)" "$reps"
+printf '%-18s %8s %8s %8s %8s  %-34s (javac, median of %d interleaved runs)\n' config "wall s" ratio "cpu s" ratio \
+  "paired wall (quartiles; 95% CI)" "$reps"
 base_wall=$(median <<<"${wall[plain]}")
 base_cpu=$(median <<<"${cpu[plain]}")
 for c in "${configs[@]}"; do

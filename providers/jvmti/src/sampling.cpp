@@ -613,7 +613,25 @@ void Sampling::SignalAll() {
 // ---- The sampler thread -----------------------------------------------------------------------
 
 void Sampling::DrainInFrame(JNIEnv *jni) {
+    // At low rates most wakeups find nothing ready: no JNI frame for those.
+    if (std::none_of(gStates.begin(), gStates.end(),
+                     [](const auto &state) { return state.load(std::memory_order_acquire) == kReady; })) {
+        return;
+    }
     InLocalFrame(jni, [] { Drain(); });
+}
+
+std::chrono::milliseconds Sampling::DrainInterval() {
+    // A quarter of the ring filled at the rate asked for, with every sampled thread busy,
+    // between 5 and 100 ms: few wakeups at 100 Hz, no ring overflow at high rates.
+    std::size_t threads = 1;
+    {
+        std::lock_guard lock(threadsMutex_);
+        threads = std::max<std::size_t>(1, threads_.size());
+    }
+    const double perSecond = static_cast<double>(hz_.load(std::memory_order_relaxed)) * static_cast<double>(threads);
+    const auto ms = static_cast<long>(1000.0 * (kSlots / 4) / perSecond);
+    return std::chrono::milliseconds(std::clamp(ms, 5L, 100L));
 }
 
 void Sampling::Run() {
@@ -648,7 +666,7 @@ void Sampling::Run() {
                 lastDrain = Clock::now();
             }
         } else {
-            if (sleepUntil(Clock::now() + std::chrono::milliseconds(20))) break;
+            if (sleepUntil(Clock::now() + DrainInterval())) break;
             DrainInFrame(jni);
         }
     }

@@ -12,7 +12,8 @@
 // The handler takes no lock, allocates nothing and calls no client: it claims a slot
 // of a preallocated ring (one compare-and-swap), lets AGCT fill the slot's frames and
 // marks it ready. The sampler thread (attached to the JVM as a daemon) takes ready
-// slots every few milliseconds, turns jmethodIDs into method ids and bytecode indexes
+// slots every 5 to 100 ms (CPU mode: a quarter of the ring at the rate asked for; wall
+// mode: every 20 ms), turns jmethodIDs into method ids and bytecode indexes
 // into lines, and raises SampleHit there, in time order within each batch. A sample
 // AGCT could not walk is raised without DR_VM_CALL_STACK and counted by AGCT's cause;
 // a sample that found the ring full is counted and lost. The counts are printed at
@@ -41,6 +42,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <map>
 #include <cstdint>
@@ -114,6 +116,7 @@ private:
     static void SignalAll();    // wall mode: one signal to each runtime thread
     static std::size_t Drain(); // raises the ready samples; returns how many
     static void DrainInFrame(JNIEnv *jni);
+    static std::chrono::milliseconds DrainInterval();  // CPU mode: the sampler thread's sleep
 
     static inline bool wanted_ = false;
     static inline std::atomic<unsigned> hz_{Martini::MPI::kDefaultSamplingHz};
