@@ -31,11 +31,12 @@
 #                (the floor of unbiased sampling with AGCT; async-profiler sets it too)
 #   jfr-profile  -XX:StartFlightRecording=settings=profile (execution samples every 10 ms
 #                per thread, plus JFR's other profile events), written to a file
-# Prints the median wall time and the median CPU time (user + system) of each
-# configuration and their ratios to plain, and the median of the per-round wall-time
-# ratios (each run over the plain run of its round) with their quartiles and the 95%
-# confidence interval of that median (order statistics); then, for
-# the agent's configurations, the CPU its VMDeath line says it spent (last round).
+# Prints the median wall time, the median CPU time (user + system) and the fastest
+# wall time of each configuration and their ratios to plain, and the median of the
+# per-round wall-time ratios (each run over the plain run of its round) with their
+# quartiles and the 95% confidence interval of that median (order statistics); then,
+# for the agent's configurations, the CPU its VMDeath line says it spent (last round).
+# RAW=FILE keeps every run's times.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -114,6 +115,8 @@ for ((r = 1; r <= reps; r++)); do
 done
 
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+# The fastest run: this machine's noise only ever slows a run down.
+best() { tr ' ' '\n' | grep -v '^$' | sort -g | head -1; }
 # Paired: each round's wall time over the plain run of the same round, then the median
 # and the quartiles of those ratios (slow drift of the machine's load cancels out).
 paired() {
@@ -124,16 +127,21 @@ paired() {
          lo=int(NR/2 - 0.98*sqrt(NR)); if (lo < 1) lo=1; hi=NR+1-lo;
          printf "%.3fx (%.3f-%.3f; %.3f-%.3f)", m, a[q], a[NR+1-q], a[lo], a[hi]}'
 }
-printf '%-18s %8s %8s %8s %8s  %-34s (javac, median of %d interleaved runs)\n' config "wall s" ratio "cpu s" ratio \
-  "paired wall (quartiles; 95% CI)" "$reps"
+printf '%-18s %8s %8s %8s %8s %8s %8s  %-34s (javac, %d interleaved runs)\n' config "wall s" ratio "cpu s" ratio \
+  "best s" ratio "paired wall (quartiles; 95% CI)" "$reps"
 base_wall=$(median <<<"${wall[plain]}")
 base_cpu=$(median <<<"${cpu[plain]}")
+base_best=$(best <<<"${wall[plain]}")
 for c in "${configs[@]}"; do
   w=$(median <<<"${wall[$c]}")
   u=$(median <<<"${cpu[$c]}")
-  printf '%-18s %8.2f %7.3fx %8.2f %7.3fx  %s\n' "$c" "$w" "$(echo "$w / $base_wall" | bc -l)" "$u" \
-    "$(echo "$u / $base_cpu" | bc -l)" "$(paired "$c")"
+  b=$(best <<<"${wall[$c]}")
+  printf '%-18s %8.2f %7.3fx %8.2f %7.3fx %8.2f %7.3fx  %s\n' "$c" "$w" "$(echo "$w / $base_wall" | bc -l)" "$u" \
+    "$(echo "$u / $base_cpu" | bc -l)" "$b" "$(echo "$b / $base_best" | bc -l)" "$(paired "$c")"
 done
+if [ -n "${RAW:-}" ]; then  # every run's wall and CPU time, one line per configuration
+  for c in "${configs[@]}"; do echo "$c wall ${wall[$c]}"; echo "$c cpu ${cpu[$c]}"; done >"$RAW"
+fi
 for c in "${configs[@]}"; do
   if [ -n "${spent[$c]}" ]; then printf '%-18s %s\n' "$c" "${spent[$c]}"; fi
 done
