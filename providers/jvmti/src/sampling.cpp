@@ -381,11 +381,13 @@ void Sampling::SwitchEvents(bool on) {
 
 TResult Sampling::SetRate(unsigned hz, bool wall) {
     if (hz == 0) return MRTE_ERROR_ILLEGAL_ARGUMENT;
-    std::lock_guard control(controlMutex_);
+    // Not controlMutex_: a client may ask from its SampleHit handler, on the sampler
+    // thread, which Stop joins while holding it. Under threadsMutex_, the rate is
+    // either stored before Start arms the threads or seen running and applied here.
+    std::lock_guard lock(threadsMutex_);
     hz_.store(hz, std::memory_order_relaxed);
     const bool modeChanged = wall_.exchange(wall) != wall;
     if (running_.load(std::memory_order_acquire)) {
-        std::lock_guard lock(threadsMutex_);
         for (auto &[tid, t] : threads_) {
             if (modeChanged) DisarmLocked(t);
             if (!t.notJava) ArmLocked(t, tid);

@@ -32,9 +32,11 @@
 // No bytecode is rewritten and no call-graph capability is taken.
 //
 // Locks: threadsMutex_ guards threads_ (the sampled OS threads and their timers) and
-// is never taken in the handler; the ring's slots are handed over by their atomic
-// state; rate and mode are atomics. Start and Stop may be called from any thread of
-// the JVM (VMInit, VMDeath, attach, detach) but not at once (controlMutex_).
+// a change of rate or mode, and is never taken in the handler; the ring's slots are
+// handed over by their atomic state; rate and mode are atomics. Start and Stop may be
+// called from any thread of the JVM (VMInit, VMDeath, attach, detach) but not at once
+// (controlMutex_, which SetRate does not take: a client may set the rate from its
+// SampleHit handler, on the sampler thread that Stop joins).
 #pragma once
 
 #include "vm.h"

@@ -4,11 +4,12 @@
 # events), wall-clock mode sees a sleeping thread, a counted loop with no safepoint
 # poll is attributed to its own method (inlined into its caller too), a sample in a
 # method's prologue is walked from its caller and named, 64 threads loading classes
-# neither crash nor hang, a sampling-only run rewrites no class, and the report's
-# formats say the profile is sampled.
-# usage: sampling_test.sh AGENT JAVAC JAVA JAVA_DIR NO_PERF_SHIM
+# neither crash nor hang, a rate raised from a SampleHit handler is taken (and the
+# JVM still ends), a sampling-only run rewrites no class, and the report's formats say
+# the profile is sampled.
+# usage: sampling_test.sh AGENT JAVAC JAVA JAVA_DIR NO_PERF_SHIM RATE_CLIENT
 set -uo pipefail
-agent=$1 javac=$2 java=$3 javadir=$4 noperf=$5
+agent=$1 javac=$2 java=$3 javadir=$4 noperf=$5 rateclient=$6
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "$javac" -d "$work/classes" "$javadir/sampling/SamplingWorkload.java" || exit 1
@@ -155,7 +156,29 @@ for mode in cpu wall; do
     fail "stress ($mode): ${samples:-no} samples, $threads loader threads in the report"
 done
 
-# 5. Bad options: one line naming the problem, and the program runs on.
+# 5. A rate raised while sampling runs, from a client's SampleHit handler on the sampler
+# thread (tests/rate_client.cpp: 50 Hz, then 400 Hz and one more at every sample, those
+# raised while sampling stops at VMDeath too): the thread's timer or perf event takes
+# the new rate, and the JVM ends (no deadlock with the stop). One thread spins for 1500
+# ms of CPU; the rates are the client's samples over their timestamps' span.
+for clock in timer perf; do
+  MARTINI_SAMPLING_CLOCK=$clock timeout -k 5 120 "$java" -agentpath:"$agent=$rateclient=$work/rate-$clock.txt,50,400" \
+    -cp "$work/classes" SamplingWorkload inlined >"$work/rate-$clock.out" 2>"$work/rate-$clock.err"
+  rc=$?
+  if [ $rc = 0 ] && grep -q "^done inlined$" "$work/rate-$clock.out" && grep -q "^raise 0$" "$work/rate-$clock.txt"; then
+    ok
+  else
+    fail "rate raised ($clock): exit $rc$( { [ $rc = 124 ] || [ $rc = 137 ]; } && echo ", hung"), $(tr '\n' ' ' <"$work/rate-$clock.txt" 2>/dev/null)"
+    tail -3 "$work/rate-$clock.err"
+  fi
+  # phase SAMPLES SPAN_NS, before the raise and after
+  read -r r0 r1 < <(awk '$1 == "phase" { r[n++] = $3 > 0 ? ($2 - 1) * 1e9 / $3 : 0 } END { print r[0] + 0, r[1] + 0 }' \
+    "$work/rate-$clock.txt" 2>/dev/null)
+  awk -v a="${r0:-0}" -v b="${r1:-0}" 'BEGIN { exit !(a > 10 && a < 80 && b > 4 * a) }' && ok ||
+    fail "rate raised ($clock): ${r0:-?} samples/s at 50 Hz, then ${r1:-?} samples/s at 400+ Hz (4 times as many expected)"
+done
+
+# 6. Bad options: one line naming the problem, and the program runs on.
 bad() {  # bad CGPROF_OPTIONS EXPECTED (or bad CLIENT=OPTIONS EXPECTED)
   local spec=$1
   case $spec in callcount=*|heapprof=*|threadprof=*) ;; *) spec=cgprof=$spec ;; esac
