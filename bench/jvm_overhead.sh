@@ -26,6 +26,8 @@
 #   cgprof-lines  cgprof-time with `lines` (a stack walk of a few frames per new
 #                 calling context, for pprof's call-site lines)
 #   jvmti-entry   a JVMTI agent counting MethodEntry events (the approach Martini avoids)
+#   cgprof-sample cgprof's sample mode at 100 Hz, no files (no instrumentation: on the
+#                 micro program, what sampling adds to start-up and exit)
 # Prints the median wall time of each configuration and its ratio to plain.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -57,7 +59,7 @@ if [ -n "${CONFIGS:-}" ]; then
   configs=(plain)
   for c in "${chosen[@]}"; do
     [ "$c" = plain ] && continue
-    case " none-wanted counts counts+time callcount cgprof-counts cgprof-time cgprof-lines jvmti-entry " in
+    case " none-wanted counts counts+time callcount cgprof-counts cgprof-time cgprof-lines jvmti-entry cgprof-sample " in
       *" $c "*) configs+=("$c") ;;
       *) echo "unknown configuration '$c'"; exit 2 ;;
     esac
@@ -88,6 +90,7 @@ args_for() {
     cgprof-time) echo "-agentpath:$agent=cgprof=top=0,formats=none,trace=0" ;;
     cgprof-lines) echo "-agentpath:$agent=cgprof=top=0,formats=none,trace=0,lines" ;;
     jvmti-entry) echo "-agentpath:$oracle=L,/dev/null" ;;
+    cgprof-sample) echo "-agentpath:$agent=cgprof=sample=100,top=0,formats=none" ;;
   esac
 }
 

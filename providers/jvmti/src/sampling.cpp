@@ -312,16 +312,24 @@ struct UnseenThread {
 constexpr std::uint8_t kEmptyWalksOfNonJava = 8;
 std::unordered_map<pid_t, UnseenThread> gUnseen;
 
-// The local references JVMTI hands the sampler thread while it names methods are
-// freed after each batch (an attached thread has no Java frame to pop them).
-template <class F>
-void InLocalFrame(JNIEnv *jni, F f) {
-    if (jni == nullptr || jni->PushLocalFrame(64) != JNI_OK) {
-        f();
-        return;
+// The local references JVMTI hands the sampler thread while it names methods, freed
+// after each batch (an attached thread has no Java frame to pop them).
+class LocalFrame {
+public:
+    explicit LocalFrame(JNIEnv *jni) : jni_(jni != nullptr && jni->PushLocalFrame(64) == JNI_OK ? jni : nullptr) {}
+    ~LocalFrame() {
+        if (jni_ != nullptr) jni_->PopLocalFrame(nullptr);
     }
-    f();
-    jni->PopLocalFrame(nullptr);
+    LocalFrame(const LocalFrame &) = delete;
+    LocalFrame &operator=(const LocalFrame &) = delete;
+
+private:
+    JNIEnv *jni_;
+};
+
+bool AnySlotIs(SlotState state) {
+    return std::any_of(gStates.begin(), gStates.end(),
+                       [state](const auto &s) { return s.load(std::memory_order_acquire) == state; });
 }
 
 // jmethodID -> method id, on the sampler thread only (jmethodIDs are never reused).
@@ -614,15 +622,6 @@ void Sampling::SignalAll() {
 
 // ---- The sampler thread -----------------------------------------------------------------------
 
-void Sampling::DrainInFrame(JNIEnv *jni) {
-    // At low rates most wakeups find nothing ready: no JNI frame for those.
-    if (std::none_of(gStates.begin(), gStates.end(),
-                     [](const auto &state) { return state.load(std::memory_order_acquire) == kReady; })) {
-        return;
-    }
-    InLocalFrame(jni, [] { Drain(); });
-}
-
 std::chrono::milliseconds Sampling::DrainInterval() {
     // A quarter of the ring filled at the rate asked for, with every sampled thread busy,
     // between 5 and 100 ms: few wakeups at 100 Hz, no ring overflow at high rates.
@@ -657,30 +656,25 @@ void Sampling::Run() {
         return wake_.wait_until(lock, until, [] { return stopping_.load(std::memory_order_acquire); });
     };
     for (;;) {
-        if (wall_.load(std::memory_order_relaxed)) {
+        const auto interval = DrainInterval();
+        if (wall_.load(std::memory_order_relaxed)) {  // a signal to every thread each period
             next += std::chrono::nanoseconds(1'000'000'000L / hz_.load(std::memory_order_relaxed));
             const auto now = Clock::now();
             if (next < now) next = now;  // late (a slow drain): no burst to catch up
             if (sleepUntil(next)) break;
             SignalAll();
-            if (Clock::now() - lastDrain >= std::chrono::milliseconds(20)) {
-                DrainInFrame(jni);
-                lastDrain = Clock::now();
-            }
-        } else {
-            if (sleepUntil(Clock::now() + DrainInterval())) break;
-            DrainInFrame(jni);
+        } else if (sleepUntil(Clock::now() + interval)) {  // the threads' clocks signal them
+            break;
+        }
+        if (Clock::now() - lastDrain >= interval) {
+            Drain(jni);
+            lastDrain = Clock::now();
         }
     }
     // Samples taken before the timers were deleted: a handler still running on
     // another thread finishes its slot within microseconds (waited for, 10 ms at most).
-    for (int i = 0; i < 100 && std::any_of(gStates.begin(), gStates.end(), [](const auto &state) {
-                        return state.load(std::memory_order_acquire) == kFilling;
-                    });
-         ++i) {
-        std::this_thread::sleep_for(std::chrono::microseconds(100));
-    }
-    DrainInFrame(jni);
+    for (int i = 0; i < 100 && AnySlotIs(kFilling); ++i) std::this_thread::sleep_for(std::chrono::microseconds(100));
+    Drain(jni);
     gMethodCache.clear();
     timespec cpu{};
     if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0) {
@@ -745,7 +739,7 @@ void StackOf(const RawSample &s, jmethodID interrupted, std::vector<SStackEntry>
 
 }  // namespace
 
-std::size_t Sampling::Drain() {
+void Sampling::Drain(JNIEnv *jni) {
     struct Ready {
         RawSample *slot;
         std::uint64_t time;
@@ -754,6 +748,8 @@ std::size_t Sampling::Drain() {
     for (std::size_t i = 0; i < kSlots; ++i) {
         if (gStates[i].load(std::memory_order_acquire) == kReady) ready.push_back({&gRing[i], gRing[i].timeNs});
     }
+    if (ready.empty()) return;  // most wakeups at low rates: no JNI frame for those
+    const LocalFrame frame(jni);
     std::sort(ready.begin(), ready.end(), [](const Ready &a, const Ready &b) { return a.time < b.time; });
     core::Core &core = Vm::Core();
     const BitSet wanted = core.RequestedData(EV_SAMPLE_HIT);
@@ -804,7 +800,6 @@ std::size_t Sampling::Drain() {
             DisarmLocked(it->second);
         }
     }
-    return ready.size();
 }
 
 // ---- Summary --------------------------------------------------------------------------------

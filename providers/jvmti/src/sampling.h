@@ -12,12 +12,11 @@
 // The handler takes no lock, allocates nothing and calls no client: it claims a slot
 // of a preallocated ring (one compare-and-swap), lets AGCT fill the slot's frames and
 // marks it ready. The sampler thread (attached to the JVM as a daemon) takes ready
-// slots every 5 to 100 ms (CPU mode: a quarter of the ring at the rate asked for; wall
-// mode: every 20 ms), turns jmethodIDs into method ids and bytecode indexes
-// into lines, and raises SampleHit there, in time order within each batch. A sample
-// AGCT could not walk is raised without DR_VM_CALL_STACK and counted by AGCT's cause;
-// a sample that found the ring full is counted and lost. The counts are printed at
-// VMDeath.
+// slots every 5 to 100 ms (as long as a quarter of the ring takes to fill at the rate
+// asked for), turns jmethodIDs into method ids and bytecode indexes into lines, and
+// raises SampleHit there, in time order within each batch. A sample AGCT could not
+// walk is raised without DR_VM_CALL_STACK and counted by AGCT's cause; a sample that
+// found the ring full is counted and lost. The counts are printed at VMDeath.
 //
 // AGCT names only methods with a jmethodID: every class gets its jmethodIDs at
 // ClassPrepare (GetClassMethods), and the classes loaded before Start at Start.
@@ -116,9 +115,8 @@ private:
     static void DropThreadLocked(pid_t tid);
     static void Run();          // the sampler thread
     static void SignalAll();    // wall mode: one signal to each runtime thread
-    static std::size_t Drain(); // raises the ready samples; returns how many
-    static void DrainInFrame(JNIEnv *jni);
-    static std::chrono::milliseconds DrainInterval();  // CPU mode: the sampler thread's sleep
+    static void Drain(JNIEnv *jni);  // raises the ready samples (in a JNI local frame)
+    static std::chrono::milliseconds DrainInterval();
 
     static inline bool wanted_ = false;
     static inline std::atomic<unsigned> hz_{Martini::MPI::kDefaultSamplingHz};
