@@ -119,6 +119,6 @@ for workload in "${workloads[@]}"; do
   base=$(median <<<"${times[$workload/plain]}")
   for c in "${configs[@]}"; do
     m=$(median <<<"${times[$workload/$c]}")
-    printf '%-8s %-18s %10.2f %7.2fx\n' "$workload" "$c" "$m" "$(echo "$m / $base" | bc -l)"
+    printf '%-8s %-18s %10.3f %7.3fx\n' "$workload" "$c" "$m" "$(echo "$m / $base" | bc -l)"
   done
 done
