@@ -9,6 +9,7 @@
 // VmShutdown and write what they collected).
 #include "martini/core/client_spec.h"
 #include "martini/core/core.h"
+#include "martini/core/run.h"
 #include "martini/replay/replay_provider.h"
 #include "cli.h"
 #include "run_status.h"
@@ -110,28 +111,18 @@ int ReplayMain(const std::string &program, int argc, char **argv) {
     const OwnStatusFile status;
     martini::replay::ReplayProvider provider;
     martini::core::Core core(provider);
-    const martini::core::ClientsLoaded clients =
-        martini::core::LoadClients(core, clientList, martini::tools::ExecutableDir());
-    if (!clients.error.empty()) {
-        std::fprintf(stderr, "%s: %s\n", name, clients.error.c_str());
-        return 1;
-    }
-    if (clients.loaded == 0) {
-        std::fprintf(stderr, "%s: no client could be loaded; nothing to do\n", name);
+    martini::core::Run run(core);
+    const martini::core::Run::Loaded loaded = run.Load(clientList, martini::tools::ExecutableDir());
+    if (loaded.refusal != martini::core::Run::Refusal::kNone) {
+        std::fprintf(stderr, "%s: %s%s\n", name, loaded.message.c_str(),
+                     loaded.refusal == martini::core::Run::Refusal::kBadConfig ? "" : "; nothing to do");
         return 1;
     }
     core.FinishInit();
     // --output, else the configuration file's "output": the clients' output directory,
-    // as a runtime's provider announces it.
-    if (outputDir.empty()) outputDir = clients.outputDirectory;
-    using namespace Martini::MPI;
-    if (!outputDir.empty() && core.HasObservers(EV_EC_SET_OUTPUT_DIRECTORY)) {
-        SEcSetOutputDirectoryEventData out;
-        out.validData = core.RequestedData(EV_EC_SET_OUTPUT_DIRECTORY) & DR_COMMAND;
-        out.szDirectoryName = outputDir.c_str();
-        core.Raise<IEcSetOutputDirectoryEventObserver>(out);
-    }
-    const std::string error = provider.Play(core, trace, tracePath);
+    // announced at the trace's VmInit as a runtime's provider announces it.
+    if (!outputDir.empty()) run.SetOutputDirectory(outputDir);
+    const std::string error = provider.Play(run, core, trace, tracePath);
     const auto &s = provider.GetStats();
     const auto d = core.GetDiagnostics();
     if (stats) {

@@ -63,21 +63,23 @@ InterpProvider::~InterpProvider() {
 }
 
 std::string InterpProvider::Start(const martini_config &config) {
-    core::Clock::Calibrate();
     core_ = std::make_unique<core::Core>(*this);
-    const core::ClientsLoaded clients = core::LoadClients(
-        *core_, config.clients ? config.clients : "", core::DirectoryOf(&gGenerations),
-        config.client_path);
-    if (!clients.error.empty() || clients.loaded == 0) {
+    run_ = std::make_unique<core::Run>(*core_);
+    const core::Run::Loaded loaded = run_->Load(config.clients ? config.clients : "",
+                                                core::DirectoryOf(&gGenerations), {}, config.client_path);
+    if (loaded.refusal != core::Run::Refusal::kNone) {
+        run_.reset();
         core_.reset();
-        if (!clients.error.empty()) return "bad client list: " + clients.error;
-        return clients.requested == 0 ? "no client given" : "no client could be loaded (see the messages above)";
+        switch (loaded.refusal) {
+        case core::Run::Refusal::kBadConfig: return "bad client list: " + loaded.message;
+        case core::Run::Refusal::kNoneLoaded: return loaded.message + " (see the messages above)";
+        default: return loaded.message;
+        }
     }
+    if (config.output_dir != nullptr) run_->SetOutputDirectory(config.output_dir);
     core_->FinishInit();
     enterWanted_ = core_->RequestedData(EV_METHOD_ENTER);
     leaveWanted_ = core_->RequestedData(EV_METHOD_LEAVE);
-    core_->SetLive(true);
-    live_.store(true, std::memory_order_release);
 
     // The calling thread is the first: VmInit names it, then it is announced.
     ThreadRecord *main;
@@ -86,16 +88,9 @@ std::string InterpProvider::Start(const martini_config &config) {
         main = NewThread(config.main_thread_name ? config.main_thread_name : "main", 0, 0);
     }
     tOsThread = {generation_, main, main, 0, nullptr};
-    SVmInitEventData init;
-    Put(init, core_->RequestedData(EV_VM_INIT), DR_THREAD_ID, init.threadId, main->id);
-    core_->Raise<IVmInitEventObserver>(init);
+    live_.store(true, std::memory_order_release);
+    run_->GoLive(main->id);
     AnnounceThread(*main);
-    if (config.output_dir != nullptr && core_->HasObservers(EV_EC_SET_OUTPUT_DIRECTORY)) {
-        SEcSetOutputDirectoryEventData out;
-        Put(out, core_->RequestedData(EV_EC_SET_OUTPUT_DIRECTORY), DR_COMMAND, out.szDirectoryName,
-            config.output_dir);
-        core_->Raise<IEcSetOutputDirectoryEventObserver>(out);
-    }
     if (std::string e = channel_.Start(*core_, this); !e.empty()) {
         core::LogLine(e + "; `martini control` will not reach this interpreter");
     }
@@ -105,7 +100,7 @@ std::string InterpProvider::Start(const martini_config &config) {
 void InterpProvider::Shutdown() {
     channel_.Stop();
     if (!live_.exchange(false, std::memory_order_acq_rel)) return;
-    core_->Shutdown();
+    run_->End();
 }
 
 core::ControlReply InterpProvider::Control(const std::vector<std::string> &words) {
@@ -118,8 +113,8 @@ core::ControlReply InterpProvider::Control(const std::vector<std::string> &words
     return core::RunControlCommand(*core_, this, words);
 }
 
-std::string InterpProvider::Detach(core::Core &core, std::vector<std::string> &) noexcept {
-    core::DetachClients(core);  // a second time does nothing
+std::string InterpProvider::Detach(core::Core &, std::vector<std::string> &) noexcept {
+    run_->Detach();  // a second time does nothing
     return "";
 }
 
@@ -291,12 +286,11 @@ martini_status InterpProvider::Exit(ThreadRecord &t, martini_stack_id returnedTo
 
 
 ThreadRecord *InterpProvider::NewThread(std::string name, TId parent, martini_vthread handle) {
-    ThreadRecord &t = threadStore_.emplace_back();
-    t.id = threadsById_.size() + 1;
+    const auto lock = threads_.Locked();
+    ThreadRecord &t = threads_.Add(lock);
     t.name = name.empty() ? (handle != 0 ? "vthread-" : "thread-") + std::to_string(t.id) : std::move(name);
     t.parent = parent;
     t.handle = handle;
-    threadsById_.push_back(&t);
     return &t;
 }
 
@@ -381,6 +375,7 @@ martini_status InterpProvider::EndThread(ThreadRecord &t) {
     {
         std::lock_guard lock(mutex_);
         t.ended.store(true, std::memory_order_release);
+        threads_.End(threads_.Locked(), t);
         if (t.Virtual()) virtualThreads_.erase(t.handle);  // the handle may be reused for a new thread
     }
     if (core_->IsEnabled(EV_THREAD_END)) {
@@ -395,7 +390,7 @@ martini_status InterpProvider::EndThread(ThreadRecord &t) {
 }
 
 void InterpProvider::Rename(ThreadRecord &t, const char *name) {
-    std::lock_guard lock(mutex_);
+    const auto lock = threads_.Locked();
     t.name = name;
 }
 
@@ -527,16 +522,18 @@ TResult InterpProvider::DescribeMethod(TId id, BitSet, core::MethodFacts &f) noe
 
 TResult InterpProvider::DescribeThread(TId id, BitSet requested, unsigned maxFrames,
                                        core::ThreadFacts &f) noexcept {
-    std::lock_guard lock(mutex_);
-    if (id == 0 || id > threadsById_.size()) return MRTE_ERROR_ILLEGAL_ID;
-    const ThreadRecord &t = *threadsById_[id - 1];
-    f.name = t.name;
-    f.state = t.ended ? TS_TERMINATED : TS_RUNNING;
-    f.given = DR_THREAD_NAME | DR_THREAD_STATE;
-    if (t.parent != 0) {
-        f.parentThreadId = t.parent;
-        f.given |= DR_THREAD_PARENT_ID;
+    bool alive = false;
+    if (const TResult r = threads_.DescribeRecorded(id, f, alive); r != MRTE_RESULT_OK) return r;
+    if (alive) {
+        f.state = TS_RUNNING;
+        f.given |= DR_THREAD_STATE;
     }
+    const ThreadRecord *found;
+    {
+        const auto lock = threads_.Locked();
+        found = threads_.Find(lock, id);
+    }
+    const ThreadRecord &t = *found;  // records stay where they are
     // A thread's stack changes without the lock, on its own OS thread, so only that
     // thread can read it: from a handler of its own event.
     if ((requested & DR_VM_CALL_STACK) && Current() == &t) {
@@ -553,14 +550,7 @@ TResult InterpProvider::DescribeThread(TId id, BitSet requested, unsigned maxFra
     return MRTE_RESULT_OK;
 }
 
-TResult InterpProvider::ListThreads(std::vector<TId> &out) noexcept {
-    std::lock_guard lock(mutex_);
-    out.clear();
-    for (const ThreadRecord *t : threadsById_) {
-        if (!t->ended) out.push_back(t->id);
-    }
-    return MRTE_RESULT_OK;
-}
+TResult InterpProvider::ListThreads(std::vector<TId> &out) noexcept { return threads_.List(out); }
 
 TResult InterpProvider::DescribeCompiledCode(UIOP address, BitSet, core::CompiledMethodFacts &f) noexcept {
     std::lock_guard lock(mutex_);

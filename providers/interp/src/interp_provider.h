@@ -5,6 +5,8 @@
 
 #include "martini/core/control.h"
 #include "martini/core/core.h"
+#include "martini/core/run.h"
+#include "martini/core/thread_registry.h"
 #include "martini/interp.h"
 
 #include <tbb/concurrent_unordered_map.h>
@@ -49,10 +51,8 @@ struct Frame {
     const MethodRecord *method;
 };
 
-struct ThreadRecord {
-    TId id = 0;  // the MPI thread id (dense, from 1)
-    std::string name;
-    TId parent = 0;
+// id, name, parent and alive (under the registry's lock) are core::ThreadRecordBase's.
+struct ThreadRecord : core::ThreadRecordBase {
     martini_vthread handle = 0;  // the interpreter's handle of a virtual thread; 0: an OS thread
     // Set under the provider's lock; read without it by the per-OS-thread caches.
     std::atomic<bool> ended{false};
@@ -130,6 +130,7 @@ private:
     const std::string runtimeVersion_;
     const std::uint64_t generation_;  // tells this provider's thread-local state from an earlier one's
     std::unique_ptr<core::Core> core_;
+    std::unique_ptr<core::Run> run_;  // core_'s run, from Start
     std::atomic<bool> live_{false};
     std::mutex controlMutex_;  // one command at a time (the FIFO's reader, martini_control)
     core::ControlChannel channel_;
@@ -143,10 +144,10 @@ private:
     std::unordered_map<martini_method_id, MethodRecord *> registered_;  // from registration on
     std::deque<ClassRecord> classes_;  // class id = index + 1; references stay valid
     std::unordered_map<std::string, TId> classByName_;
-    std::deque<ThreadRecord> threadStore_;
-    std::vector<ThreadRecord *> threadsById_;  // thread id = index + 1
     std::unordered_map<martini_vthread, ThreadRecord *> virtualThreads_;
     std::map<std::uint64_t, CodeRecord> code_;  // by start address
+    // Every thread, OS and virtual (its own lock, taken inside mutex_ where both are).
+    core::ThreadRegistry<ThreadRecord> threads_;
 
     // Lock-free lookup for martini_enter: ids below kDenseIds (an interpreter counting
     // its methods from 1) in chunks of a dense table, two loads; larger ids (addresses)

@@ -26,6 +26,7 @@
 #include "jvm_support.h"
 #include "martini/core/client_spec.h"
 #include "martini/core/log.h"
+#include "martini/core/run.h"
 #include "monitors.h"
 #include "sampling.h"
 #include "threads.h"
@@ -40,7 +41,7 @@
 namespace martini::jvm {
 namespace {
 
-std::string gOutputDirectory;  // from the configuration; raised at VMInit
+core::Run *gRun = nullptr;  // the run of the current load or attach; lives as long as the JVM
 
 // One run at a time: loaded or attached (kActive) until VMDeath or a detach.
 enum class RunState { kNone, kActive, kDetached };
@@ -55,21 +56,8 @@ std::string Detach(core::Core &core, std::vector<std::string> &notes);
 // VMInit, or at once when attached: the probes wired, the clients told the JVM is live.
 void GoLive(JNIEnv *jni, bool attached) {
     Instrumentation::Start(jni, attached);
-    core::Core &core = Vm::Core();
-    core.SetLive(true);
-    StartControl(core, Detach);
-    if (!gOutputDirectory.empty() && core.HasObservers(EV_EC_SET_OUTPUT_DIRECTORY)) {
-        SEcSetOutputDirectoryEventData out;
-        out.szDirectoryName = gOutputDirectory.c_str();
-        out.validData = DR_COMMAND;
-        core.Raise<IEcSetOutputDirectoryEventObserver>(out);
-    }
-    // Attached: EcAttach first, then VmInit as at start-up (the JVM is live for them now).
-    if (attached) core.Raise<IEcAttachEventObserver>();
-    SVmInitEventData d;
-    d.threadId = Threads::Current(jni).id;
-    d.validData = DR_THREAD_ID;
-    core.Raise<IVmInitEventObserver>(d);
+    gRun->GoLive(Threads::Current(jni).id, attached);
+    StartControl(Vm::Core(), Detach);
     // Sampling starts after the clients are live (at VMInit, or at once when attached).
     if (Sampling::Wanted()) {
         if (const std::string e = Sampling::Start(jni); !e.empty()) core::LogLine(e);
@@ -84,8 +72,7 @@ void JNICALL OnVmDeath(jvmtiEnv *, JNIEnv *jni) {
     std::lock_guard lock(gLifecycle);
     if (gState != RunState::kActive) return;  // detached: nothing of Martini's is left
     Instrumentation::ReportLostEnters(jni);
-    Sampling::Stop();  // the samples taken so far are raised before the clients write
-    Vm::Core().Shutdown();  // delivery stops for every client at once, then VmShutdown
+    gRun->End(Sampling::Stop);  // the samples taken so far are raised before the clients write
     Vm::SetDead();
     Instrumentation::PrintSummary();
     Sampling::PrintSummary();
@@ -95,11 +82,12 @@ void JNICALL OnVmDeath(jvmtiEnv *, JNIEnv *jni) {
 
 // `martini control PID detach|terminate`, on the control thread (a JVM thread): the
 // clients write their outputs, every probe goes, and the JVM runs on at full speed.
-std::string Detach(core::Core &core, std::vector<std::string> &notes) {
+std::string Detach(core::Core &, std::vector<std::string> &notes) {
     std::lock_guard lock(gLifecycle);
     if (gState != RunState::kActive) return "Martini is not running in this JVM";
-    Sampling::Stop();  // the samples taken so far are raised before the clients write
-    core::DetachClients(core);  // EcDetach, then VmShutdown: the outputs
+    // The samples taken so far are raised before the clients write; then EcDetach and
+    // VmShutdown: the outputs.
+    gRun->Detach(Sampling::Stop);
     Vm::SetDead();              // the probes and hooks do nothing from here
     // A probe that read "not dead" just before may still be on its way through.
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -124,16 +112,6 @@ std::string Detach(core::Core &core, std::vector<std::string> &notes) {
 }
 
 // ---- Agent_OnLoad / Agent_OnAttach ------------------------------------------------------------
-
-// Timestamps from the TSC, calibrated once (~10 ms), when some client wants them.
-void CalibrateClockIfWanted() {
-    for (int e = EV_NONE + 1; e < EV_LAST; ++e) {
-        if (Vm::Requests(static_cast<TEventType>(e), DR_CPU_TIMESTAMP)) {
-            core::Clock::Calibrate();
-            return;
-        }
-    }
-}
 
 // Each component decides from the loaded clients' registrations, then asks for only
 // the capabilities its events need (holding some costs the JVM even when no event is
@@ -191,20 +169,15 @@ jint Load(JavaVM *vm, const char *options, bool live) {
     auto *core = new core::Core(*new JvmProvider());  // both live as long as the JVM
     Vm::AttachCore(core);
     const std::string agentDir = core::DirectoryOf(reinterpret_cast<void *>(&Load));
-    const core::ClientsLoaded clients = core::LoadClients(*core, options != nullptr ? options : "", agentDir);
-    auto refuse = [&](const std::string &why) {
-        core::LogLine(why + "; " + runs);
+    gRun = new core::Run(*core);
+    const core::Run::Loaded loaded =
+        gRun->Load(options != nullptr ? options : "", agentDir,
+                   "-agentpath:libmartini-jvmti.so=<client>[=<options>];... or =@FILE.json; docs/configuration.md");
+    if (loaded.refusal != core::Run::Refusal::kNone) {
+        core::LogLine(loaded.message + "; " + runs);
         if (live) jvmti->DisposeEnvironment();
         return live ? JNI_ERR : JNI_OK;
-    };
-    if (!clients.error.empty()) return refuse(clients.error);
-    if (clients.requested == 0) {
-        return refuse("no client given (-agentpath:libmartini-jvmti.so=<client>[=<options>];... or =@FILE.json; "
-                      "docs/configuration.md)");
     }
-    if (clients.loaded == 0) return refuse("no client could be loaded");
-    gOutputDirectory = clients.outputDirectory;
-    CalibrateClockIfWanted();
     SetUpComponents(live);
     // Tables frozen before any thread can raise an event; switches on the events
     // clients want (JvmProvider::OnEventDemandChanged).
@@ -221,7 +194,11 @@ jint Load(JavaVM *vm, const char *options, bool live) {
     // Attached: the JVM is live already, and this is one of its threads.
     jvmti->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_VM_DEATH, nullptr);
     JNIEnv *jni = Vm::Jni();
-    if (jni == nullptr) return refuse("the attach thread has no JNI environment");
+    if (jni == nullptr) {
+        core::LogLine(std::string("the attach thread has no JNI environment; ") + runs);
+        jvmti->DisposeEnvironment();
+        return JNI_ERR;
+    }
     GoLive(jni, true);
     gAttachNotes = Instrumentation::RunningProbedMethods(jni);
     for (const std::string &n : gAttachNotes) core::LogLine(n);

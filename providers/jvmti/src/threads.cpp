@@ -52,16 +52,12 @@ ThreadContext &Threads::ContextOf(JNIEnv *jni) {
     std::string name, group;
     NameOf(jni, thread, name, group);
     const TId tag = trackObjects_ ? Vm::TagOf(thread, true) : 0;
-    const auto osTid = static_cast<pid_t>(syscall(SYS_gettid));
-    std::lock_guard lock(mutex_);
+    const auto osTid = static_cast<std::uint64_t>(syscall(SYS_gettid));
+    const auto lock = threads_.Locked();
     // A record made for this OS thread from a sample (IdOfOsThread) is adopted.
-    TId id = 0;
-    if (auto it = idByOsTid_.find(osTid); it != idByOsTid_.end() && !threads_[it->second].context) id = it->second;
-    if (id == 0) id = nextId_++;
-    Record &r = threads_[id];
-    r.id = id;
-    r.osTid = osTid;
-    idByOsTid_[osTid] = id;
+    Record *adopted = threads_.Live(lock, osTid);
+    Record &r = adopted != nullptr && !adopted->context ? *adopted : threads_.Add(lock, osTid);
+    const TId id = r.id;
     r.thread = thread ? jni->NewWeakGlobalRef(thread) : nullptr;
     r.tag = tag;
     r.name = name;
@@ -76,8 +72,8 @@ ThreadContext &Threads::ContextOf(JNIEnv *jni) {
 }
 
 TId Threads::IdOfOsThread(pid_t tid) {
-    std::lock_guard lock(mutex_);
-    if (auto it = idByOsTid_.find(tid); it != idByOsTid_.end()) return it->second;
+    const auto lock = threads_.Locked();
+    if (const Record *r = threads_.Live(lock, static_cast<std::uint64_t>(tid))) return r->id;
     std::string name;
     if (std::FILE *f = std::fopen(("/proc/self/task/" + std::to_string(tid) + "/comm").c_str(), "r")) {
         char buf[64] = {};
@@ -85,29 +81,25 @@ TId Threads::IdOfOsThread(pid_t tid) {
         std::fclose(f);
         if (!name.empty() && name.back() == '\n') name.pop_back();
     }
-    const TId id = nextId_++;
-    Record &r = threads_[id];
-    r.id = id;
-    r.osTid = tid;
+    Record &r = threads_.Add(lock, static_cast<std::uint64_t>(tid));
     r.name = name;
-    idByOsTid_[tid] = id;
-    return id;
+    return r.id;
 }
 
 void Threads::ForgetStacks() {
-    std::lock_guard lock(mutex_);
-    for (auto &[id, r] : threads_) {
-        if (!r.context) continue;
+    const auto lock = threads_.Locked();
+    threads_.ForEach(lock, [](Record &r) {
+        if (!r.context) return;
         r.context->stack.clear();
         r.context->waitRaised = false;
         r.context->contendRaised = false;
-    }
+    });
 }
 
 TId Threads::IdOfThreadObject(jthread thread) {
     const TId tag = trackObjects_ ? Vm::TagOf(thread, false) : 0;
     if (tag == 0) return 0;
-    std::lock_guard lock(mutex_);
+    const auto lock = threads_.Locked();
     const auto it = idByTag_.find(tag);
     return it != idByTag_.end() ? it->second : 0;
 }
@@ -120,8 +112,8 @@ void JNICALL Threads::OnThreadStart(jvmtiEnv *, JNIEnv *jni, jthread thread) {
     if (Interactions::ParentsWanted() && thread != nullptr) {
         parent = Interactions::TakeParent(Vm::TagOf(thread, false));
         if (parent != 0) {
-            std::lock_guard lock(mutex_);
-            threads_[ctx.id].parent = parent;
+            const auto lock = threads_.Locked();
+            threads_.Find(lock, ctx.id)->parent = parent;
         }
     }
     if (Vm::Core().IsEnabled(EV_THREAD_START)) RaiseStart(ctx, parent);
@@ -131,8 +123,8 @@ void JNICALL Threads::OnThreadStart(jvmtiEnv *, JNIEnv *jni, jthread thread) {
 void Threads::RaiseStart(const ThreadContext &ctx, TId parent) {
     std::string name, group;
     {
-        std::lock_guard lock(mutex_);
-        const Record &r = threads_[ctx.id];
+        const auto lock = threads_.Locked();
+        const Record &r = *threads_.Find(lock, ctx.id);
         name = r.name;
         group = r.group;
     }
@@ -164,11 +156,10 @@ void JNICALL Threads::OnThreadEnd(jvmtiEnv *, JNIEnv *jni, jthread) {
         d.validData |= DR_CPU_TIMESTAMP;
     }
     Vm::Core().Raise<IThreadEndEventObserver>(d);
-    std::lock_guard lock(mutex_);
-    Record &r = threads_[ctx.id];
-    r.alive = false;
+    const auto lock = threads_.Locked();
+    Record &r = *threads_.Find(lock, ctx.id);
+    threads_.End(lock, r);
     if (r.tag != 0) idByTag_.erase(r.tag);
-    if (auto it = idByOsTid_.find(r.osTid); it != idByOsTid_.end() && it->second == r.id) idByOsTid_.erase(it);
     tContext = nullptr;
     r.context.reset();
 }
@@ -178,24 +169,14 @@ void JNICALL Threads::OnThreadEnd(jvmtiEnv *, JNIEnv *jni, jthread) {
 TResult Threads::Describe(TId id, BitSet requested, unsigned maxFrames, core::ThreadFacts &f) {
     JNIEnv *jni = Vm::Jni();
     if (jni == nullptr) return MRTE_ERROR_FAIL;
+    bool alive = false;
+    if (const TResult r = threads_.DescribeRecorded(id, f, alive); r != MRTE_RESULT_OK) return r;
+    f.given |= DR_THREAD_GROUP;  // "" for a thread without a group
+    if (!alive) return MRTE_RESULT_OK;
     jthread thread = nullptr;
     {
-        std::lock_guard lock(mutex_);
-        auto it = threads_.find(id);
-        if (it == threads_.end()) return MRTE_ERROR_ILLEGAL_ID;
-        f.name = it->second.name;
-        f.group = it->second.group;
-        f.given = DR_THREAD_NAME | DR_THREAD_GROUP;
-        if (it->second.parent != 0) {
-            f.parentThreadId = it->second.parent;
-            f.given |= DR_THREAD_PARENT_ID;
-        }
-        if (!it->second.alive) {
-            f.state = TS_TERMINATED;
-            f.given |= DR_THREAD_STATE;
-            return MRTE_RESULT_OK;
-        }
-        if (it->second.thread) thread = jni->NewLocalRef(it->second.thread);
+        const auto lock = threads_.Locked();
+        if (const Record *rec = threads_.Find(lock, id); rec->thread) thread = jni->NewLocalRef(rec->thread);
     }
     if (thread == nullptr) return MRTE_RESULT_OK;
     const TResult r = DescribeLive(thread, requested, maxFrames, f);
@@ -233,15 +214,7 @@ TResult Threads::DescribeLive(jthread thread, BitSet requested, unsigned maxFram
     return MRTE_RESULT_OK;
 }
 
-TResult Threads::List(std::vector<TId> &out) {
-    std::lock_guard lock(mutex_);
-    out.clear();
-    for (const auto &[id, r] : threads_) {
-        if (r.alive) out.push_back(id);
-    }
-    std::sort(out.begin(), out.end());
-    return MRTE_RESULT_OK;
-}
+TResult Threads::List(std::vector<TId> &out) { return threads_.List(out); }
 
 TResult Threads::CurrentThread(TId &id) {
     if (tContext != nullptr) {

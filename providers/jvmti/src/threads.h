@@ -2,10 +2,12 @@
 // use (ThreadContext, in TLS), ThreadStart and ThreadEnd, and the thread data requests
 // (GetThreadInfo, the thread list, suspend and resume).
 //
-// Locks: mutex_ guards threads_ and idByTag_. A ThreadContext belongs to its thread
-// (only that thread reads or writes it; it is freed at that thread's ThreadEnd).
+// Locks: the registry's (core::ThreadRegistry) guards the records and idByTag_. A
+// ThreadContext belongs to its thread (only that thread reads or writes it; it is freed
+// at that thread's ThreadEnd).
 #pragma once
 
+#include "martini/core/thread_registry.h"
 #include "vm.h"
 
 #include <sys/types.h>
@@ -67,15 +69,11 @@ public:
     static TResult ResumeAll();
 
 private:
-    struct Record {
-        TId id = 0;
+    // The parent is the thread that called Thread.start() from a probed site; the OS
+    // key is the thread's tid.
+    struct Record : core::ThreadRecordBase {
         jweak thread = nullptr;  // the java.lang.Thread
         TId tag = 0;             // its object id, when tracked
-        std::string name;
-        std::string group;
-        bool alive = true;
-        TId parent = 0;  // the thread that called Thread.start() from a probed site; 0: not known
-        pid_t osTid = 0;
         std::unique_ptr<ThreadContext> context;
     };
     static void JNICALL OnThreadStart(jvmtiEnv *, JNIEnv *jni, jthread thread);
@@ -85,11 +83,8 @@ private:
     static TResult DescribeLive(jthread thread, BitSet requested, unsigned maxFrames, core::ThreadFacts &f);
 
     static inline bool trackObjects_ = false;
-    static inline std::mutex mutex_;
-    static inline std::unordered_map<TId, Record> threads_;
-    static inline TId nextId_ = 1;
+    static inline core::ThreadRegistry<Record> threads_;
     static inline std::unordered_map<TId, TId> idByTag_;  // live thread's object id -> thread id
-    static inline std::unordered_map<pid_t, TId> idByOsTid_;  // live threads
 };
 
 }  // namespace martini::jvm

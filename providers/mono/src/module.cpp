@@ -16,8 +16,8 @@
 #include "compiled_code.h"
 #include "heap.h"
 #include "martini/core/client_spec.h"
-#include "martini/core/clock.h"
 #include "martini/core/log.h"
+#include "martini/core/run.h"
 #include "metadata.h"
 #include "mono_provider.h"
 #include "monitors.h"
@@ -33,25 +33,13 @@ namespace martini::mono {
 namespace {
 
 MartiniProfiler gProfiler;
-std::string gOutputDirectory;  // from the configuration; raised at VmInit
+core::Run *gRun = nullptr;  // lives as long as the process
 std::atomic<bool> gShutDown{false};
 
 void OnRuntimeInitialized(MonoProfiler *) {
     Vm::SetRuntimeReady();
-    core::Core &core = Vm::Core();
-    core.SetLive(true);
-    if (!gOutputDirectory.empty() && core.HasObservers(EV_EC_SET_OUTPUT_DIRECTORY)) {
-        SEcSetOutputDirectoryEventData out;
-        out.szDirectoryName = gOutputDirectory.c_str();
-        out.validData = DR_COMMAND;
-        core.Raise<IEcSetOutputDirectoryEventObserver>(out);
-    }
-    SVmInitEventData d;
-    if (const ThreadContext *ctx = Threads::Current()) {
-        d.threadId = ctx->id;
-        d.validData = DR_THREAD_ID;
-    }
-    core.Raise<IVmInitEventObserver>(d);
+    const ThreadContext *ctx = Threads::Current();
+    gRun->GoLive(ctx != nullptr ? ctx->id : 0);
     // The events Mono raised before it was initialized (the program's and mscorlib's
     // images, hundreds of classes, the main and finalizer threads, runtime code), in order.
     Vm::GoLive();
@@ -65,12 +53,13 @@ void OnRuntimeInitialized(MonoProfiler *) {
 void ShutDown(bool normalPath) {
     if (gShutDown.exchange(true)) return;
     if (Vm::CurrentPhase() == Vm::Phase::kStarting) Vm::GoLive();  // never initialized: deliver what came
-    Sampling::Stop();
-    // Frames still open (Environment.Exit leaves the caller's; the main thread never
-    // gets thread_stopped) close as exceptional exits, and their threads end.
-    Threads::EndAll(normalPath);
-    Calls::SetLive(false);
-    Vm::Core().Shutdown();  // delivery stops for every client at once, then VmShutdown
+    gRun->End([normalPath] {
+        Sampling::Stop();
+        // Frames still open (Environment.Exit leaves the caller's; the main thread never
+        // gets thread_stopped) close as exceptional exits, and their threads end.
+        Threads::EndAll(normalPath);
+        Calls::SetLive(false);
+    });
     Vm::SetDead();
     if (Calls::Wanted() && Calls::AotMethodsUninstrumented() != 0) {
         core::LogF("%llu methods the clients wanted ran as AOT-compiled code, which raises no call events: the "
@@ -99,26 +88,13 @@ void Load(const char *desc) {
 
     auto *core = new core::Core(*new MonoProvider());  // both live as long as the process
     const std::string moduleDir = core::DirectoryOf(reinterpret_cast<void *>(&Load));
-    const core::ClientsLoaded clients = core::LoadClients(*core, config, moduleDir);
-    if (!clients.error.empty()) {
-        core::LogLine(clients.error + "; the program runs without Martini");
+    gRun = new core::Run(*core);
+    const core::Run::Loaded loaded =
+        gRun->Load(config, moduleDir, "--profile=martini:<client>[=<options>];... or martini:@FILE.json; "
+                                      "docs/configuration.md");
+    if (loaded.refusal != core::Run::Refusal::kNone) {
+        core::LogLine(loaded.message + "; the program runs without Martini");
         return;
-    }
-    if (clients.requested == 0) {
-        core::LogLine("no client given (--profile=martini:<client>[=<options>];... or martini:@FILE.json; "
-                      "docs/configuration.md); the program runs without Martini");
-        return;
-    }
-    if (clients.loaded == 0) {
-        core::LogLine("no client could be loaded; the program runs without Martini");
-        return;
-    }
-    gOutputDirectory = clients.outputDirectory;
-    for (int e = EV_NONE + 1; e < EV_LAST; ++e) {
-        if ((core->RequestedData(static_cast<TEventType>(e)) & DR_CPU_TIMESTAMP) != 0) {
-            core::Clock::Calibrate();
-            break;
-        }
     }
     MonoProfilerHandle h = mono_profiler_create(reinterpret_cast<MonoProfiler *>(&gProfiler));
     Vm::Init(h, core);

@@ -33,23 +33,20 @@ ThreadContext *Threads::Make(uintptr_t tid, bool hidden) {
     ctx->capacity = 256;
     ctx->frames = static_cast<Frame *>(std::malloc(sizeof(Frame) * ctx->capacity));
     if (ctx->frames == nullptr) ctx->capacity = 0;
-    std::lock_guard lock(mutex_);
-    const TId id = nextId_++;
-    ctx->id = id;
-    Record &r = threads_[id];
-    r.id = id;
-    r.tid = tid;
+    const auto lock = threads_.Locked();
+    Record &r = threads_.Add(lock, tid);
+    r.hidden = hidden;
+    ctx->id = r.id;
     r.context = std::move(ctx);
-    liveByTid_[tid] = id;
     return r.context.get();
 }
 
 ThreadContext *Threads::Pending() {
     const auto self = static_cast<uintptr_t>(pthread_self());
-    std::lock_guard lock(mutex_);
-    const auto it = liveByTid_.find(self);
-    if (it == liveByTid_.end()) return nullptr;
-    ThreadContext *ctx = threads_[it->second].context.get();
+    const auto lock = threads_.Locked();
+    const Record *r = threads_.Live(lock, self);
+    if (r == nullptr) return nullptr;
+    ThreadContext *ctx = r->context.get();
     return ctx != nullptr && !ctx->started && !ctx->hidden ? ctx : nullptr;
 }
 
@@ -114,11 +111,8 @@ void Threads::End(ThreadContext &ctx) {
             });
         }
     }
-    std::lock_guard lock(mutex_);
-    const auto it = threads_.find(ctx.id);
-    if (it != threads_.end()) it->second.alive = false;
-    const auto live = liveByTid_.find(ctx.tid);
-    if (live != liveByTid_.end() && live->second == ctx.id) liveByTid_.erase(live);
+    const auto lock = threads_.Locked();
+    if (Record *r = threads_.Find(lock, ctx.id)) threads_.End(lock, *r);
 }
 
 void Threads::OnStopped(MonoProfiler *, uintptr_t) {
@@ -140,10 +134,10 @@ void Threads::OnStopped(MonoProfiler *, uintptr_t) {
 
 void Threads::OnName(MonoProfiler *, uintptr_t tid, const char *name) {
     {
-        std::lock_guard lock(mutex_);
-        const auto it = liveByTid_.find(tid);
-        if (it == liveByTid_.end()) return;
-        threads_[it->second].name = name != nullptr ? name : "";
+        const auto lock = threads_.Locked();
+        Record *r = threads_.Live(lock, tid);
+        if (r == nullptr) return;
+        r->name = name != nullptr ? name : "";
     }
     // Named on the thread itself before its first event: ThreadStart, with the name.
     if (tid == static_cast<uintptr_t>(pthread_self()) && tContext == nullptr) {
@@ -151,11 +145,7 @@ void Threads::OnName(MonoProfiler *, uintptr_t tid, const char *name) {
     }
 }
 
-std::string Threads::NameOf(TId id) {
-    std::lock_guard lock(mutex_);
-    const auto it = threads_.find(id);
-    return it != threads_.end() ? it->second.name : std::string();
-}
+std::string Threads::NameOf(TId id) { return threads_.NameOf(id); }
 
 MonoThread *Threads::AttachOwnThread() {
     tAttachingOwn = true;
@@ -163,7 +153,6 @@ MonoThread *Threads::AttachOwnThread() {
     tAttachingOwn = false;
     if (tOwnContext == nullptr) tOwnContext = Make(static_cast<uintptr_t>(pthread_self()), true);
     tContext = tOwnContext;
-    tContext->hidden = true;
     tContext->started = true;
     return t;
 }
@@ -176,10 +165,10 @@ void Threads::DetachOwnThread(MonoThread *thread) {
 void Threads::EndAll(bool othersToo) {
     std::vector<ThreadContext *> contexts;
     {
-        std::lock_guard lock(mutex_);
-        for (auto &[id, r] : threads_) {
+        const auto lock = threads_.Locked();
+        threads_.ForEach(lock, [&](Record &r) {
             if (r.alive && r.context && !r.context->ended && !r.context->hidden) contexts.push_back(r.context.get());
-        }
+        });
     }
     std::sort(contexts.begin(), contexts.end(), [](auto *a, auto *b) { return a->id < b->id; });
     for (ThreadContext *ctx : contexts) {
@@ -196,20 +185,12 @@ void Threads::EndAll(bool othersToo) {
 }
 
 TResult Threads::Describe(TId id, BitSet requested, unsigned maxFrames, core::ThreadFacts &f) {
-    uintptr_t tid = 0;
     bool alive = false;
+    if (const TResult r = threads_.DescribeRecorded(id, f, alive); r != MRTE_RESULT_OK) return r;
+    uintptr_t tid = 0;
     {
-        std::lock_guard lock(mutex_);
-        const auto it = threads_.find(id);
-        if (it == threads_.end() || (it->second.context && it->second.context->hidden)) return MRTE_ERROR_ILLEGAL_ID;
-        f.name = it->second.name;
-        f.given |= DR_THREAD_NAME;
-        tid = it->second.tid;
-        alive = it->second.alive;
-    }
-    if (!alive) {
-        f.state = TS_TERMINATED;
-        f.given |= DR_THREAD_STATE;
+        const auto lock = threads_.Locked();
+        tid = static_cast<uintptr_t>(threads_.Find(lock, id)->osKey);
     }
     // The call stack: the calling thread's own, from its shadow stack (Mono's stack
     // walk finds no frames inside enter/leave). Other threads' stacks move under us.
@@ -234,14 +215,7 @@ TResult Threads::Describe(TId id, BitSet requested, unsigned maxFrames, core::Th
     return MRTE_RESULT_OK;
 }
 
-TResult Threads::List(std::vector<TId> &out) {
-    std::lock_guard lock(mutex_);
-    for (const auto &[id, r] : threads_) {
-        if (r.alive && !(r.context && r.context->hidden)) out.push_back(id);
-    }
-    std::sort(out.begin(), out.end());
-    return MRTE_RESULT_OK;
-}
+TResult Threads::List(std::vector<TId> &out) { return threads_.List(out); }
 
 TResult Threads::CurrentThread(TId &id) {
     const ThreadContext *c = tContext;

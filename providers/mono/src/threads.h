@@ -3,11 +3,12 @@
 // (ThreadContext, through one initial-exec TLS pointer), the provider's own runtime
 // threads (attached to Mono, hidden from clients) and the thread data requests.
 //
-// Locks: mutex_ guards the records. A ThreadContext's shadow stack belongs to its
+// Locks: the registry's (core::ThreadRegistry) guards the records. A ThreadContext's shadow stack belongs to its
 // thread (only that thread pushes and pops) until the thread ended or the runtime shuts
 // down, when the shutting-down thread closes what is left open.
 #pragma once
 
+#include "martini/core/thread_registry.h"
 #include "vm.h"
 
 #include <cstdint>
@@ -78,11 +79,8 @@ public:
     }
 
 private:
-    struct Record {
-        TId id = 0;
-        uintptr_t tid = 0;
-        std::string name;
-        bool alive = true;
+    // The OS key is the pthread_t; hidden: the provider's own thread.
+    struct Record : core::ThreadRecordBase {
         std::unique_ptr<ThreadContext> context;
     };
     static ThreadContext *Make(uintptr_t tid, bool hidden);
@@ -96,10 +94,7 @@ private:
     static void OnStopped(MonoProfiler *, uintptr_t tid);
     static void OnName(MonoProfiler *, uintptr_t tid, const char *name);
 
-    static inline std::mutex mutex_;
-    static inline std::unordered_map<TId, Record> threads_;
-    static inline std::unordered_map<uintptr_t, TId> liveByTid_;
-    static inline TId nextId_ = 1;
+    static inline core::ThreadRegistry<Record> threads_;
     static inline std::uint64_t framesLeftOpen_ = 0;
 };
 

@@ -1,5 +1,7 @@
 #include "martini/replay/replay_provider.h"
 
+#include "trace_fields.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -10,6 +12,7 @@ namespace martini::replay {
 using namespace Martini::MPI;
 using json = nlohmann::json;
 using core::Put;
+using namespace trace;
 
 TEventType EventFromName(const std::string &name) {
 #define MARTINI_X_NAME(Name, Const, Number, Group, Items, Shape) \
@@ -19,88 +22,11 @@ TEventType EventFromName(const std::string &name) {
     return EV_NONE;
 }
 
-namespace {
-
-// A bad record: the message says what is wrong with it.
-struct TraceError : std::runtime_error {
-    using std::runtime_error::runtime_error;
-};
-
-TId Id(const json &rec, const char *field) {
-    auto it = rec.find(field);
-    if (it == rec.end()) throw TraceError(std::string("missing field \"") + field + "\"");
-    if (!it->is_number_unsigned() || it->get<TId>() == 0) {
-        throw TraceError(std::string("field \"") + field + "\" must be a positive integer id");
-    }
-    return it->get<TId>();
-}
-
-TId OptionalId(const json &rec, const char *field) {
-    return rec.contains(field) ? Id(rec, field) : 0;
-}
-
-std::string Text(const json &rec, const char *field, bool required = true) {
-    auto it = rec.find(field);
-    if (it == rec.end()) {
-        if (required) throw TraceError(std::string("missing field \"") + field + "\"");
-        return {};
-    }
-    if (!it->is_string()) throw TraceError(std::string("field \"") + field + "\" must be a string");
-    return it->get<std::string>();
-}
-
-std::uint64_t Number(const json &rec, const char *field, std::uint64_t fallback) {
-    auto it = rec.find(field);
-    if (it == rec.end()) return fallback;
-    if (!it->is_number_unsigned()) {
-        throw TraceError(std::string("field \"") + field + "\" must be a non-negative integer");
-    }
-    return it->get<std::uint64_t>();
-}
-
-bool Flag(const json &rec, const char *field) {
-    auto it = rec.find(field);
-    if (it == rec.end()) return false;
-    if (!it->is_boolean()) throw TraceError(std::string("field \"") + field + "\" must be true or false");
-    return it->get<bool>();
-}
-
-EMethodAccessType AccessFromName(const std::string &s) {
-    if (s.empty() || s == "package_api") return s.empty() ? MAT_NONE : MAT_PACKAGE_API;
-    if (s == "package_internal") return MAT_PACKAGE_INTERNAL;
-    if (s == "class_internal") return MAT_CLASS_INTERNAL;
-    throw TraceError("field \"access\" must be package_api, package_internal or class_internal, not \"" +
-                     s + "\"");
-}
-
-EObjectArrayType ArrayTypeFromName(const std::string &s) {
-    static const std::pair<const char *, EObjectArrayType> kNames[] = {
-        {"object", OAT_OBJECT}, {"boolean", OAT_BOOLEAN}, {"byte", OAT_BYTE},
-        {"char", OAT_CHAR},     {"short", OAT_SHORT},     {"int", OAT_INT},
-        {"long", OAT_LONG},     {"float", OAT_FLOAT},     {"double", OAT_DOUBLE}};
-    for (const auto &[name, type] : kNames) {
-        if (s == name) return type;
-    }
-    throw TraceError("field \"array\" must name an element type (object, int, ...), not \"" + s + "\"");
-}
-
-EThreadInteractionType InteractionFromName(const std::string &s) {
-    static const std::pair<const char *, EThreadInteractionType> kNames[] = {
-        {"notify", IT_NOTIFY}, {"notify_all", IT_NOTIFY_ALL}, {"start", IT_START},
-        {"join", IT_JOIN},     {"sleep", IT_SLEEP},           {"interrupt", IT_INTERRUPT}};
-    for (const auto &[name, type] : kNames) {
-        if (s == name) return type;
-    }
-    throw TraceError("field \"type\" must be notify, notify_all, start, join, sleep or interrupt, not \"" +
-                     s + "\"");
-}
-
-}  // namespace
 
 // Plays one trace. Holds the per-playback state that is not part of the tables.
 class ReplayProvider::Player {
 public:
-    Player(ReplayProvider &p, core::Core &core) : p_(p), core_(core) {}
+    Player(ReplayProvider &p, core::Run &run, core::Core &core) : p_(p), run_(run), core_(core) {}
 
     void Record(const json &rec) {
         if (!rec.is_object()) throw TraceError("a record must be a JSON object");
@@ -165,7 +91,7 @@ public:
         if (!started_) throw TraceError("VmShutdown before VmInit");
         shutDown_ = true;
         ++p_.stats_.eventsRaised;
-        core_.Shutdown();
+        run_.End();
     }
 
 private:
@@ -215,12 +141,8 @@ private:
     void VmInit(const json &rec) {
         if (started_) throw TraceError("VmInit was already replayed");
         started_ = true;
-        core_.SetLive(true);
-        SVmInitEventData d;
-        if (const TId thread = OptionalId(rec, "thread"); thread != 0) {
-            Put(d, Wanted<IVmInitEventObserver>(), DR_THREAD_ID, d.threadId, thread);
-        }
-        Raise<IVmInitEventObserver>(d);
+        ++p_.stats_.eventsRaised;
+        run_.GoLive(OptionalId(rec, "thread"));
     }
 
     void ModuleLoad(const json &rec) {
@@ -665,6 +587,7 @@ private:
     }
 
     ReplayProvider &p_;
+    core::Run &run_;
     core::Core &core_;
     std::uint64_t now_ = 0;
     bool started_ = false;
@@ -673,7 +596,12 @@ private:
 };
 
 std::string ReplayProvider::Play(core::Core &core, std::istream &in, const std::string &sourceName) {
-    Player player(*this, core);
+    core::Run run(core);
+    return Play(run, core, in, sourceName);
+}
+
+std::string ReplayProvider::Play(core::Run &run, core::Core &core, std::istream &in, const std::string &sourceName) {
+    Player player(*this, run, core);
     std::string line;
     std::uint64_t lineNo = 0;
     std::string error;
@@ -696,196 +624,6 @@ std::string ReplayProvider::Play(core::Core &core, std::istream &in, const std::
     }
     if (player.started() && !player.shutDown()) player.VmShutdown();
     return error;
-}
-
-// ---- Provider: what the trace declared -------------------------------------------
-
-core::RuntimeDescription ReplayProvider::Describe() const {
-    return {RT_REPLAY, "Martini replay", std::to_string(MARTINI_MPI_VERSION_MAJOR) + "." +
-                                             std::to_string(MARTINI_MPI_VERSION_MINOR)};
-}
-
-bool ReplayProvider::CanRaise(TEventType event) const noexcept {
-    return event > EV_NONE && event < EV_LAST;  // a trace can hold every event
-}
-
-const ReplayProvider::Method *ReplayProvider::FindMethod(TId id) const {
-    auto it = methods_.find(id);
-    return it == methods_.end() ? nullptr : &it->second;
-}
-
-const ReplayProvider::Thread *ReplayProvider::FindThread(TId id) const {
-    auto it = threads_.find(id);
-    return it == threads_.end() ? nullptr : &it->second;
-}
-
-unsigned ReplayProvider::LineFor(const Method &m, unsigned location) const {
-    if (location == kUnknownLocation) return 0;
-    unsigned line = 0;
-    for (const auto &entry : m.lines) {
-        if (entry.uiOffset > location) break;
-        line = entry.uiLineNumber;
-    }
-    if (line == 0 && !m.lines.empty()) line = m.lines.front().uiLineNumber;
-    return line;
-}
-
-void ReplayProvider::StackOf(const Thread &t, unsigned maxFrames, std::vector<SStackEntry> &out) const {
-    out.clear();
-    for (auto it = t.stack.rbegin(); it != t.stack.rend(); ++it) {
-        if (maxFrames != 0 && out.size() == maxFrames) break;
-        const Method *m = FindMethod(it->methodId);
-        out.push_back({it->methodId, it->location, m ? LineFor(*m, it->location) : 0});
-    }
-}
-
-TResult ReplayProvider::DescribeModule(TId id, BitSet, core::ModuleFacts &f) noexcept {
-    auto it = modules_.find(id);
-    if (it == modules_.end()) return MRTE_ERROR_ILLEGAL_ID;
-    f.name = it->second.name;
-    f.given = DR_MODULE_NAME;
-    return MRTE_RESULT_OK;
-}
-
-TResult ReplayProvider::DescribeClass(TId id, BitSet, core::ClassFacts &f) noexcept {
-    auto it = classes_.find(id);
-    if (it == classes_.end()) return MRTE_ERROR_ILLEGAL_ID;
-    const Class &c = it->second;
-    f.name = c.name;
-    f.methods = c.methods;
-    f.given = DR_CLASS_NAME | DR_CLASS_METHODS;
-    if (!c.sourceFile.empty()) {
-        f.sourceFile = c.sourceFile;
-        f.given |= DR_SOURCE_FILE_NAME;
-    }
-    if (c.moduleId != 0) {
-        f.moduleId = c.moduleId;
-        f.given |= DR_MODULE_ID;
-    }
-    return MRTE_RESULT_OK;
-}
-
-TResult ReplayProvider::DescribeMethod(TId id, BitSet, core::MethodFacts &f) noexcept {
-    const Method *m = FindMethod(id);
-    if (m == nullptr) return MRTE_ERROR_ILLEGAL_ID;
-    const Class &c = classes_.at(m->classId);
-    f.name = m->name;
-    f.signature = m->signature;
-    f.className = c.name;
-    f.classId = m->classId;
-    f.accessType = m->access;
-    f.lines = m->lines;
-    f.given = DR_METHOD_NAME | DR_CLASS_NAME | DR_CLASS_ID | DR_METHOD_LINE_NUMBERS;
-    if (!m->signature.empty()) f.given |= DR_METHOD_SIGNATURE;
-    if (m->access != MAT_NONE) f.given |= DR_METHOD_ACCESS_TYPE;
-    if (!c.sourceFile.empty()) {
-        f.sourceFile = c.sourceFile;
-        f.given |= DR_SOURCE_FILE_NAME;
-    }
-    if (c.moduleId != 0) {
-        f.moduleId = c.moduleId;
-        f.given |= DR_MODULE_ID;
-    }
-    if (m->codeAddress != 0) {
-        f.codeAddress = m->codeAddress;
-        f.codeSize = m->codeSize;
-        f.given |= DR_METHOD_CODE;
-    }
-    return MRTE_RESULT_OK;
-}
-
-TResult ReplayProvider::DescribeObject(TId id, BitSet, core::ObjectFacts &f) noexcept {
-    auto it = objects_.find(id);
-    if (it == objects_.end()) return MRTE_ERROR_ILLEGAL_ID;
-    f.classId = it->second.classId;
-    f.size = it->second.size;
-    f.arrayInfo = it->second.arrayInfo;
-    f.given = DR_CLASS_ID | DR_OBJECT_SIZE | DR_ARRAY_INFO;
-    return MRTE_RESULT_OK;
-}
-
-TResult ReplayProvider::DescribeThread(TId id, BitSet requested, unsigned maxFrames,
-                                       core::ThreadFacts &f) noexcept {
-    const Thread *t = FindThread(id);
-    if (t == nullptr) return MRTE_ERROR_ILLEGAL_ID;
-    f.name = t->name;
-    f.group = t->group;
-    f.state = t->state;
-    f.given = DR_THREAD_NAME | DR_THREAD_GROUP | DR_THREAD_STATE;
-    if (t->parentId != 0) {
-        f.parentThreadId = t->parentId;
-        f.given |= DR_THREAD_PARENT_ID;
-    }
-    if (t->objectId != 0) {
-        f.threadObjectId = t->objectId;
-        f.given |= DR_OBJECT_ID;
-    }
-    if (t->cpuKnown) {
-        f.cpuTimeNs = t->cpuNs;
-        f.given |= DR_THREAD_CPU_TIME;
-    }
-    if (requested & DR_VM_CALL_STACK) {
-        StackOf(*t, maxFrames, f.stack);
-        f.stackDepth = t->stack.size();
-        f.given |= DR_VM_CALL_STACK;
-    }
-    return MRTE_RESULT_OK;
-}
-
-TResult ReplayProvider::ListThreads(std::vector<TId> &out) noexcept {
-    out.clear();
-    for (const auto &[id, t] : threads_) {
-        if (t.alive) out.push_back(id);
-    }
-    return MRTE_RESULT_OK;
-}
-
-TResult ReplayProvider::DescribeObjectReferences(TId id, BitSet, core::ObjectReferenceFacts &f) noexcept {
-    auto it = objects_.find(id);
-    if (it == objects_.end()) return MRTE_ERROR_ILLEGAL_ID;
-    f.references = it->second.references;
-    f.given = DR_OBJECT_REFERENCES;
-    return MRTE_RESULT_OK;
-}
-
-TResult ReplayProvider::DescribeCompiledCode(UIOP address, BitSet, core::CompiledMethodFacts &f) noexcept {
-    auto it = code_.upper_bound(address);
-    if (it == code_.begin()) return MRTE_ERROR_ILLEGAL_ID;
-    --it;
-    const Method *m = FindMethod(it->second);
-    if (m == nullptr || address >= m->codeAddress + m->codeSize) return MRTE_ERROR_ILLEGAL_ID;
-    f.methodId = it->second;
-    f.codeAddress = m->codeAddress;
-    f.codeSize = m->codeSize;
-    // A replayed method's code maps offsets 1:1 onto its line table's offsets.
-    f.location = static_cast<unsigned>(address - m->codeAddress);
-    f.lineNumber = LineFor(*m, f.location);
-    f.given = DR_METHOD_ID | DR_METHOD_CODE | (f.lineNumber != 0 ? DR_LINE_NUMBER : 0);
-    return MRTE_RESULT_OK;
-}
-
-TResult ReplayProvider::CurrentThread(TId &id) noexcept {
-    if (currentThread_ == 0) return MRTE_ERROR_FAIL;
-    id = currentThread_;
-    return MRTE_RESULT_OK;
-}
-
-// Playback is one thread: suspending "the VM" only records that it happened.
-TResult ReplayProvider::SuspendAll() noexcept {
-    if (suspended_) return MRTE_ERROR_FAIL;
-    suspended_ = true;
-    return MRTE_RESULT_OK;
-}
-
-TResult ReplayProvider::ResumeAll() noexcept {
-    if (!suspended_) return MRTE_ERROR_FAIL;
-    suspended_ = false;
-    return MRTE_RESULT_OK;
-}
-
-TResult ReplayProvider::RunGc() noexcept {
-    ++gcRequests_;
-    return MRTE_RESULT_OK;
 }
 
 }  // namespace martini::replay

@@ -10,6 +10,7 @@
 #pragma once
 
 #include "martini/core/core.h"
+#include "martini/core/run.h"
 
 #include <cstdint>
 #include <istream>
@@ -43,6 +44,9 @@ public:
     // played, else "<sourceName>:<line>: <reason>" for the first bad record; playback
     // stops there. Either way, if the trace had started the VM and not shut it down,
     // VmShutdown is raised so that clients write what they collected.
+    // The trace's VmInit makes the run live (core::Run::GoLive: the output directory
+    // announced, then VmInit) and its VmShutdown ends it (core::Run::End).
+    std::string Play(core::Run &run, core::Core &core, std::istream &in, const std::string &sourceName);
     std::string Play(core::Core &core, std::istream &in, const std::string &sourceName);
 
     const Stats &GetStats() const { return stats_; }
