@@ -1,0 +1,249 @@
+// Sampling's drain side: the sampler thread that takes the ring's ready samples,
+// names their frames and raises them as SampleHit events, and the summary at the end.
+#include "sampling.h"
+
+#include "classes.h"
+#include "sampling_shared.h"
+#include "threads.h"
+#include "martini/core/log.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+namespace martini::jvm {
+
+using namespace sampling;
+
+// ---- The sampler thread -----------------------------------------------------------------------
+
+std::chrono::milliseconds Sampling::DrainInterval() {
+    // A quarter of the ring filled at the rate asked for, with every sampled thread busy,
+    // between 5 and 100 ms: few wakeups at 100 Hz, no ring overflow at high rates.
+    std::size_t threads = 1;
+    {
+        std::lock_guard lock(threadsMutex_);
+        threads = std::max<std::size_t>(1, threads_.size());
+    }
+    const double perSecond = static_cast<double>(hz_.load(std::memory_order_relaxed)) * static_cast<double>(threads);
+    const auto ms = static_cast<long>(1000.0 * (kSlots / 4) / perSecond);
+    return std::chrono::milliseconds(std::clamp(ms, 5L, 100L));
+}
+
+void Sampling::Run() {
+    tSamplerThread = true;
+    JavaVM *vm = Vm::Java();
+    JNIEnv *jni = nullptr;
+    JavaVMAttachArgs args{JNI_VERSION_1_8, const_cast<char *>("Martini sampler"), nullptr};
+    const bool attached = vm->AttachCurrentThreadAsDaemon(reinterpret_cast<void **>(&jni), &args) == JNI_OK;
+    if (!attached) jni = nullptr;
+    {
+        // Not sampled itself: attaching made it a Java thread with a ThreadStart.
+        std::lock_guard lock(threadsMutex_);
+        DropThreadLocked(static_cast<pid_t>(syscall(SYS_gettid)));
+    }
+    using Clock = std::chrono::steady_clock;
+    auto next = Clock::now();
+    auto lastDrain = next;
+    // Sleeps until `until` or Stop; true when it is time to stop.
+    auto sleepUntil = [](Clock::time_point until) {
+        std::unique_lock lock(sleepMutex_);
+        return wake_.wait_until(lock, until, [] { return stopping_.load(std::memory_order_acquire); });
+    };
+    for (;;) {
+        const auto interval = DrainInterval();
+        if (wall_.load(std::memory_order_relaxed)) {  // a signal to every thread each period
+            next += std::chrono::nanoseconds(1'000'000'000L / hz_.load(std::memory_order_relaxed));
+            const auto now = Clock::now();
+            if (next < now) next = now;  // late (a slow drain): no burst to catch up
+            if (sleepUntil(next)) break;
+            SignalAll();
+        } else if (sleepUntil(Clock::now() + interval)) {  // the threads' clocks signal them
+            break;
+        }
+        if (Clock::now() - lastDrain >= interval) {
+            Drain(jni);
+            lastDrain = Clock::now();
+        }
+    }
+    // Samples taken before the timers were deleted: a handler still running on
+    // another thread finishes its slot within microseconds (waited for, 10 ms at most).
+    for (int i = 0; i < 100 && AnySlotIs(kFilling); ++i) std::this_thread::sleep_for(std::chrono::microseconds(100));
+    Drain(jni);
+    gMethodCache.clear();
+    timespec cpu{};
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0) {
+        gSamplerCpuNs.fetch_add(static_cast<std::uint64_t>(cpu.tv_sec) * 1'000'000'000ull +
+                                    static_cast<std::uint64_t>(cpu.tv_nsec),
+                                std::memory_order_relaxed);
+    }
+    if (attached) vm->DetachCurrentThread();
+}
+
+// Whether the sample is a Java thread's; `threadId` made for a thread Martini never saw
+// start. A thread that is not the JVM's (GC and native threads) goes to `notJava`.
+// A JVM thread Martini never saw start is a Java thread that was running before the
+// agent came (every thread of a JVM attached to), or one of the JVM's own (a compiler
+// thread, with no Java frame ever). One walk that found no Java frame does not tell
+// them apart (a Java thread interrupted in the kernel or a stub gives that too): such a
+// thread goes to `notJava` after kEmptyWalksOfNonJava such walks and none that found
+// Java frames.
+namespace {
+
+bool FromJavaThread(const RawSample &s, TId &threadId, std::vector<pid_t> &notJava) {
+    if (s.numFrames == kNotJvmThread) {
+        notJava.push_back(s.tid);
+        return false;
+    }
+    if (threadId != 0) return true;
+    UnseenThread &u = gUnseen[s.tid];
+    if (s.numFrames > 0) {
+        u.java = true;
+    } else if (!u.java) {
+        if (++u.emptyWalks == kEmptyWalksOfNonJava) notJava.push_back(s.tid);
+        return false;
+    }
+    threadId = Threads::IdOfOsThread(s.tid);
+    return true;
+}
+
+// A walked sample's frames as MPI stack entries (method ids, bytecode indexes, lines).
+// `interrupted`: the compiled method the interrupted pc is in, for a walk retried from
+// the caller (its top frame unknown).
+void StackOf(const RawSample &s, jmethodID interrupted, std::vector<SStackEntry> &stack) {
+    const jint n = s.numFrames;
+    if (n == kMaxFrames) gTruncated.fetch_add(1, std::memory_order_relaxed);
+    for (jint i = 0; i < n; ++i) {
+        AgctFrame f = s.frames[i];
+        if (i == 0 && f.lineno == kUnknownFrameLine) {
+            f.method = interrupted;
+            if (f.method != nullptr) gNamedByAddress.fetch_add(1, std::memory_order_relaxed);
+        }
+        TId method = 0;
+        if (f.method != nullptr) {
+            auto [it, added] = gMethodCache.try_emplace(f.method, 0);
+            if (added) it->second = ClassRegistry::MethodIdOf(f.method);
+            method = it->second;
+        }
+        const MethodRecord *m = ClassRegistry::Method(method);
+        const bool java = f.lineno >= 0;
+        const auto bci = static_cast<std::uint32_t>(f.lineno);
+        stack.push_back({method, java ? bci : ~0u, java && m != nullptr ? m->RunLineAt(bci) : 0u});
+    }
+}
+
+}  // namespace
+
+void Sampling::Drain(JNIEnv *jni) {
+    struct Ready {
+        RawSample *slot;
+        std::uint64_t time;
+    };
+    std::vector<Ready> ready;
+    for (std::size_t i = 0; i < kSlots; ++i) {
+        if (gStates[i].load(std::memory_order_acquire) == kReady) ready.push_back({&gRing[i], gRing[i].timeNs});
+    }
+    if (ready.empty()) return;  // most wakeups at low rates: no JNI frame for those
+    const LocalFrame frame(jni);
+    std::sort(ready.begin(), ready.end(), [](const Ready &a, const Ready &b) { return a.time < b.time; });
+    core::Core &core = Vm::Core();
+    const BitSet wanted = core.RequestedData(EV_SAMPLE_HIT);
+    std::vector<SStackEntry> stack;
+    std::vector<pid_t> notJava;  // threads to stop sampling
+    for (const Ready &r : ready) {
+        RawSample &s = *r.slot;
+        const jint n = s.numFrames;
+        TId threadId = s.threadId;
+        stack.clear();
+        if (!FromJavaThread(s, threadId, notJava)) {
+            gNotJvmThread.fetch_add(1, std::memory_order_relaxed);
+            StateOf(s).store(kFree, std::memory_order_release);
+            continue;
+        }
+        if (n > 0) {
+            // A walk retried from the caller: the interrupted frame is named by the
+            // compiled method its address is in, when it is in one.
+            StackOf(s, s.frames[0].lineno == kUnknownFrameLine ? MethodAt(s.pc) : nullptr, stack);
+        } else {
+            const int cause = -n;
+            gFailed[cause < kCauseCount ? cause : kCauseCount].fetch_add(s.weight, std::memory_order_relaxed);
+        }
+        const std::uint32_t weight = s.weight;
+        const std::uint64_t time = s.timeNs;
+        StateOf(s).store(kFree, std::memory_order_release);
+        if (threadId == 0) {
+            gNoId.fetch_add(weight, std::memory_order_relaxed);
+            continue;
+        }
+        SSampleHitEventData d;
+        core::Put(d, wanted, DR_THREAD_ID, d.threadId, threadId);
+        core::Put(d, wanted, DR_CPU_TIMESTAMP, d.uiCpuTimestamp, time);
+        if (n > 0 && (wanted & DR_VM_CALL_STACK)) {
+            d.stackTrace.entries = stack.data();
+            d.stackTrace.uiSize = d.stackTrace.uiActualSize = static_cast<unsigned>(stack.size());
+            d.validData |= DR_VM_CALL_STACK;
+        }
+        for (std::uint32_t w = 0; w < weight; ++w) core.Raise<ISampleHitEventObserver>(d);
+        gRaised.fetch_add(weight, std::memory_order_relaxed);
+    }
+    if (!notJava.empty()) {
+        std::lock_guard lock(threadsMutex_);
+        for (pid_t tid : notJava) {
+            auto it = threads_.find(tid);
+            if (it == threads_.end() || it->second.notJava) continue;
+            it->second.notJava = true;
+            DisarmLocked(it->second);
+        }
+    }
+}
+
+// ---- Summary --------------------------------------------------------------------------------
+
+void Sampling::PrintSummary() {
+    if (gTaken.load() == 0 && gLost.load() == 0) return;
+    std::string failed;
+    std::uint64_t failedAll = 0;
+    for (int i = 0; i <= kCauseCount; ++i) {
+        const std::uint64_t n = gFailed[static_cast<std::size_t>(i)].load();
+        if (n == 0) continue;
+        failedAll += n;
+        failed += (failed.empty() ? "" : ", ") + std::to_string(n) + " " + (i < kCauseCount ? kCauses[i] : "other");
+    }
+    std::string line = "sampling: " + std::to_string(gRaised.load()) + " samples raised at " +
+                       std::to_string(hz_.load()) + (wall_.load() ? " Hz of wall-clock time" : " Hz of CPU time");
+    if (!wall_.load()) {
+        // In CPU mode, the clock and the signals: a timer's signal that came late
+        // stands for the periods it missed (its sample is raised that many times).
+        const int refused = gPerfRefused.load();
+        line += !PerfChosen()  ? " (POSIX CPU timers"
+                : refused == 0 ? " (perf task-clock"
+                               : std::string(" (POSIX CPU timers: perf_event_open refused, ") + std::strerror(refused);
+        line += ", " + std::to_string(gTaken.load()) + " signals)";
+    }
+    if (failedAll != 0) line += "; " + std::to_string(failedAll) + " could not be walked (" + failed + ")";
+    if (const auto retried = gWalkedFromCaller.load(); retried != 0) {
+        line += "; " + std::to_string(gRecovered.load()) + " of " + std::to_string(retried) +
+                " walked from the caller of an unknown frame (" + std::to_string(gNamedByAddress.load()) +
+                " of those frames named from their compiled code's address)";
+    }
+    if (const auto lost = gLost.load(); lost != 0) line += "; " + std::to_string(lost) + " lost (buffer full)";
+    if (const auto truncated = gTruncated.load(); truncated != 0) {
+        line += "; " + std::to_string(truncated) + " stacks cut at " + std::to_string(kMaxFrames) + " frames";
+    }
+    if (const auto noId = gNoId.load(); noId != 0) line += "; " + std::to_string(noId) + " in threads without an id";
+    line += debugFlag_ != nullptr
+                ? "; debug information at every instruction from DebugNonSafepoints, set through HotSpot's flag table"
+                : "; debug information at every instruction from CompiledMethodLoad events";
+    char cost[192];
+    std::snprintf(cost, sizeof cost,
+                  "; CPU spent: %.1f ms in the signal handler, %.1f ms on the sampler thread, %.1f ms making jmethodIDs",
+                  static_cast<double>(gHandlerNs.load()) / 1e6, static_cast<double>(gSamplerCpuNs.load()) / 1e6,
+                  static_cast<double>(gJmethodIdNs.load()) / 1e6);
+    line += cost;
+    core::LogLine(line);
+}
+
+}  // namespace martini::jvm

@@ -1,0 +1,141 @@
+// The state the sampler's two sides share: the signal handler that fills the ring
+// (sampling.cpp) and the sampler thread that drains it into SampleHit events
+// (sampling_drain.cpp). Private to Sampling; see sampling.h for the locks.
+#pragma once
+
+#include "jvm_support.h"
+#include "vm.h"
+
+#include <sys/types.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <unordered_map>
+
+namespace martini::jvm::sampling {
+
+// ---- AsyncGetCallTrace (HotSpot's, exported by libjvm.so; not in any header) ----------
+
+struct AgctFrame {
+    jint lineno;  // the bytecode index for a Java frame; negative for a native method
+    jmethodID method;
+};
+struct AgctTrace {
+    JNIEnv *env;
+    jint numFrames;  // frames written, or a negative cause (kCauses)
+    AgctFrame *frames;
+};
+using AgctFn = void (*)(AgctTrace *, jint, void *);
+
+// AGCT's causes for a walk that gave no frames (HotSpot's forte.cpp), by -code; and
+// Martini's own for a signal that found no JVM thread.
+constexpr const char *kCauses[] = {
+    "no Java frame",           // 0
+    "no class load",           // -1: jmethodIDs not made yet
+    "GC active",               // -2
+    "unknown, not in Java",    // -3
+    "not walkable, not in Java",  // -4
+    "unknown, in Java",        // -5
+    "not walkable, in Java",   // -6
+    "unknown thread state",    // -7
+    "thread exiting",          // -8
+    "deoptimizing",            // -9
+    "at safepoint",            // -10
+};
+constexpr int kCauseCount = sizeof kCauses / sizeof kCauses[0];
+constexpr jint kNotJvmThread = -1000;
+constexpr jint kUnknownFrameLine = -1000;  // the frame a retried walk could not name  // GetEnv found no JVM thread (a GC or native thread)
+
+inline std::atomic<AgctFn> gAgct{nullptr};
+
+// ---- The ring the handler writes -----------------------------------------------------------
+
+constexpr jint kMaxFrames = 512;
+constexpr std::size_t kSlots = 1024;
+enum SlotState : std::uint32_t { kFree = 0, kFilling = 1, kReady = 2 };
+
+struct RawSample {
+    jint numFrames = 0;
+    pid_t tid = 0;
+    std::uint32_t weight = 1;  // periods this sample stands for (timer overruns + 1)
+    TId threadId = 0;          // the thread's Martini id when it has a context; 0 otherwise
+    std::uintptr_t pc = 0;     // where the thread was interrupted
+    std::uint64_t timeNs = 0;
+    AgctFrame frames[kMaxFrames];
+};
+
+inline RawSample *gRing = nullptr;  // kSlots, mapped once, never unmapped
+// Each slot's state, apart from the 8 KiB slots: the sampler thread's scan reads one
+// page, not a page per slot.
+inline std::array<std::atomic<std::uint32_t>, kSlots> gStates{};
+inline std::atomic<std::uint32_t> &StateOf(const RawSample &s) { return gStates[static_cast<std::size_t>(&s - gRing)]; }
+inline std::atomic<std::uint64_t> gNext{0};
+
+// Counters (relaxed: read for the summary).
+inline std::atomic<std::uint64_t> gWalkedFromCaller{0}, gRecovered{0}, gNamedByAddress{0};
+inline std::atomic<std::uint64_t> gHandlerNs{0}, gSamplerCpuNs{0}, gJmethodIdNs{0};  // the direct cost, for the summary
+inline std::atomic<std::uint64_t> gTaken{0}, gLost{0}, gRaised{0}, gNotJvmThread{0}, gNoId{0}, gTruncated{0};
+inline std::array<std::atomic<std::uint64_t>, kCauseCount + 1> gFailed{};  // last: causes AGCT does not name
+
+inline RawSample *Claim() {
+    // A few slots from the next free one; a full ring loses the sample.
+    const std::uint64_t start = gNext.fetch_add(1, std::memory_order_relaxed);
+    for (std::uint64_t i = 0; i < 8; ++i) {
+        RawSample &s = gRing[(start + i) % kSlots];
+        std::uint32_t expected = kFree;
+        if (StateOf(s).compare_exchange_strong(expected, kFilling, std::memory_order_acquire, std::memory_order_relaxed)) {
+            return &s;
+        }
+    }
+    return nullptr;
+}
+
+inline std::atomic<int> gPerfRefused{0};  // errno of the first refusal: no further attempts
+inline bool PerfChosen() {
+    static const bool chosen = [] {
+        const char *clock = std::getenv("MARTINI_SAMPLING_CLOCK");
+        return clock != nullptr && std::strcmp(clock, "perf") == 0;
+    }();
+    return chosen;
+}
+
+// The sampler thread is never sampled.
+inline constinit thread_local bool tSamplerThread = false;
+
+// The threads Martini never saw start, as their samples were walked (the sampler
+// thread's alone; cleared at Stop): see Sampling::Drain.
+struct UnseenThread {
+    std::uint8_t emptyWalks = 0;  // walks that found no Java frame
+    bool java = false;            // a walk found Java frames
+};
+constexpr std::uint8_t kEmptyWalksOfNonJava = 8;
+inline std::unordered_map<pid_t, UnseenThread> gUnseen;
+
+// The local references JVMTI hands the sampler thread while it names methods, freed
+// after each batch (an attached thread has no Java frame to pop them).
+class LocalFrame {
+public:
+    explicit LocalFrame(JNIEnv *jni) : jni_(jni != nullptr && jni->PushLocalFrame(64) == JNI_OK ? jni : nullptr) {}
+    ~LocalFrame() {
+        if (jni_ != nullptr) jni_->PopLocalFrame(nullptr);
+    }
+    LocalFrame(const LocalFrame &) = delete;
+    LocalFrame &operator=(const LocalFrame &) = delete;
+
+private:
+    JNIEnv *jni_;
+};
+
+inline bool AnySlotIs(SlotState state) {
+    return std::any_of(gStates.begin(), gStates.end(),
+                       [state](const auto &s) { return s.load(std::memory_order_acquire) == state; });
+}
+
+// jmethodID -> method id, on the sampler thread only (jmethodIDs are never reused).
+inline std::unordered_map<jmethodID, TId> gMethodCache;
+
+}  // namespace martini::jvm::sampling
