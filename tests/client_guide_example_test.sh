@@ -22,4 +22,6 @@ export PKG_CONFIG_PATH="$build/meson-uninstalled"
 if ! diff -u "$work/expected.txt" "$work/out.txt"; then
   echo "docs/client-guide.md's example does not print what the guide says"; exit 1
 fi
-echo "1 passed, 0 failed"
+source "$(dirname "$0")/checks.sh"
+ok
+finish

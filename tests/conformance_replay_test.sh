@@ -5,4 +5,6 @@ set -euo pipefail
 out=$("$1" --client conformance "$2/examples/traces/shop.jsonl" 2>&1) || { echo "$out"; exit 1; }
 echo "$out"
 grep -q "conformance: PASS" <<<"$out"
-echo "1 passed, 0 failed"
+source "$(dirname "$0")/checks.sh"
+ok
+finish

@@ -36,8 +36,7 @@ chrome() {
 url="file://$tmp/cgprof.html#selftest"
 chrome --dump-dom "$url" >"$tmp/dom.html" || { cat "$tmp/chromium.log"; echo "FAIL: chromium --dump-dom failed"; exit 1; }
 
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+source "$(dirname "$0")/checks.sh"
 
 for name in com.example.shop.OrderService.placeOrder com.example.shop.Main.main; do
     if grep -qF "data-frame=\"$name\"" "$tmp/dom.html"; then
@@ -87,9 +86,10 @@ if [[ -n ${5:-} ]]; then
         fail "chromium --screenshot failed on heapprof.html"
 fi
 
-if [[ $failures -ne 0 ]]; then
-    echo "$failures check(s) failed; DOM in $tmp/dom.html:"
+if [[ $failed -ne 0 ]]; then
+    echo "DOM in $tmp/dom.html:"
     head -c 4000 "$tmp/dom.html"
-    exit 1
+else
+    ok
 fi
-echo "1 passed, 0 failed"
+finish

@@ -5,16 +5,13 @@
 set -uo pipefail
 replay=$1 root=$2
 trace="$root/examples/traces/shop.jsonl"
-passed=0 failed=0
+source "$(dirname "$0")/checks.sh"
 check() {  # check NAME EXPECTED_EXIT PATTERN -- COMMAND...
   local name=$1 want_rc=$2 pattern=$3; shift 4
   local out rc
   out=$("$@" 2>&1); rc=$?
-  if [ "$rc" -eq "$want_rc" ] && grep -qE -- "$pattern" <<<"$out"; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-    echo "FAIL: $name (exit $rc, wanted $want_rc; pattern '$pattern')"; echo "$out" | head -20
+  if [ "$rc" -eq "$want_rc" ] && grep -qE -- "$pattern" <<<"$out"; then ok; else
+    fail "$name (exit $rc, wanted $want_rc; pattern '$pattern')"; echo "$out" | head -20
   fi
 }
 check "callcount counts placeOrder 120 times" 0 \
@@ -42,5 +39,4 @@ check "bad record stops playback, exit 2, data already collected is printed" 2 \
   'callcount: [0-9]+ calls' -- "$replay" --client callcount "$bad"
 check "bad record is named with file and line" 2 ":1501: missing field \"method\"" -- \
   "$replay" --client callcount "$bad"
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

@@ -23,4 +23,6 @@ Method Enter event received. Method id = 11 Thread id = 1'
 if [ "$(cat "$work/out.txt")" != "$expected" ]; then
   echo "unexpected output:"; diff <(echo "$expected") "$work/out.txt" || true; exit 1
 fi
-echo "1 passed, 0 failed"
+source "$(dirname "$0")/../checks.sh"
+ok
+finish

@@ -1,8 +1,6 @@
-# Shared by the JVM provider's test scripts (sourced; needs $work): pass/fail
-# counters and the checks several scripts make.
-passed=0 failed=0
-ok() { passed=$((passed + 1)); }
-fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
+# Shared by the JVM provider's test scripts (sourced; needs $work): the checks several
+# scripts make, over the pass/fail helper every shell test uses (tests/checks.sh).
+source "$(dirname "${BASH_SOURCE[0]}")/../../../tests/checks.sh"
 
 # Marks the class files given as version 48 (Java 1.4): no StackMapTable, and
 # before 49 no class constants.

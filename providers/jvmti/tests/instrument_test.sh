@@ -24,10 +24,8 @@ expect() {  # expect CLASS METHOD DESC ENTERS EXCEPTIONAL
         <(grep '^probe' "$work/run.txt" | cut -f2- | sort -k1,1) 2>/dev/null)
   local enters leaves exc
   enters=$(cut -f2 <<<"$row"); leaves=$(cut -f3 <<<"$row"); exc=$(cut -f4 <<<"$row")
-  if [ "$enters" = "$4" ] && [ "$exc" = "$5" ] && [ "$enters" = "$((leaves + exc))" ]; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1)); echo "FAIL: $1.$2$3: enters=$enters leaves=$leaves exceptional=$exc, wanted $4 and $5"
+  if [ "$enters" = "$4" ] && [ "$exc" = "$5" ] && [ "$enters" = "$((leaves + exc))" ]; then ok; else
+    fail "$1.$2$3: enters=$enters leaves=$leaves exceptional=$exc, wanted $4 and $5"
   fi
 }
 # work() runs 5 times (4 threads + main).
@@ -51,6 +49,5 @@ expect 'sample/Sample$Shape' describe '()Ljava/lang/String;' 5 0  # interface de
 # Every probe pairs, and the Java-side pairing check saw no violation.
 probes_paired "sample" "$work/run.txt"
 # The program still does what it did.
-if grep -q "sample done" "$work/run.txt"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: output"; fi
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+holds "output" grep -q "sample done" "$work/run.txt"
+finish

@@ -14,10 +14,8 @@ bash "$src/gen_large_methods.sh" "$work/LargeMethods.java" || exit 1
 "$instrument" "$work/classes" "$work/out" "$work/map.tsv" 2>"$work/instrument.log" || {
   cat "$work/instrument.log"; exit 1; }
 
-passed=0 failed=0
-check() {  # check DESCRIPTION COMMAND...
-  if "${@:2}"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $1"; fi
-}
+source "$(dirname "$0")/../../../tests/checks.sh"
+check() { holds "$@"; }  # check DESCRIPTION COMMAND...
 check "tooBig left alone for the 64 KiB limit" \
   grep -q 'left alone: tooBig(II)I: .*64 KiB' "$work/instrument.log"
 check "overflow left alone for its conditional branch" \
@@ -35,10 +33,8 @@ if [ -x "$javap" ]; then
   check "no goto_w elsewhere" test "$(grep -c goto_w "$work/javap.txt")" = 1
 fi
 
-if "$java" -Xverify:all -cp "$work/out:$work/probes" large.LargeMethods >"$work/run.txt" 2>"$work/err.txt"; then
-  passed=$((passed + 1))
-else
-  failed=$((failed + 1)); echo "FAIL: instrumented program failed:"; cat "$work/err.txt"
+if "$java" -Xverify:all -cp "$work/out:$work/probes" large.LargeMethods >"$work/run.txt" 2>"$work/err.txt"; then ok; else
+  fail "instrumented program failed:"; cat "$work/err.txt"
 fi
 # Same result as the original program.
 "$java" -cp "$work/classes" large.LargeMethods >"$work/expected.txt" 2>&1
@@ -55,5 +51,4 @@ check "main entered and left once" test "$(probe main)" = "1 1 0"
 check "tooBig has no probes" test -z "$(probe tooBig)"
 check "overflow has no probes" test -z "$(probe overflow)"
 check "no pairing violations" grep -q $'^violations\t0$' "$work/run.txt"
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

@@ -17,9 +17,7 @@ conformance=$build/clients/conformance/libconformance.so
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export LD_LIBRARY_PATH="$moddir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-passed=0 failed=0
-ok() { passed=$((passed + 1)); }
-fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
+source "$(dirname "$0")/../../../tests/checks.sh"
 
 # --- exact counts, with and without Mono's AOT code ---------------------------------------
 check_counts() {  # check_counts LABEL CALLCOUNT_TABLE PROGRAM_OUTPUT
@@ -125,5 +123,4 @@ read -r _ notify _ start _ join _ sleep <<<"$(fact interactions)"
   fail "ThreadInteraction: notify $notify (1), start $start (3), join $join (3), sleep $sleep (>= 1)"
 grep -v "^events: " "$work/work.err" | grep . && fail "unexpected messages from Work.exe"
 
-echo "$passed passed, $failed failed"
-[ $failed = 0 ]
+finish

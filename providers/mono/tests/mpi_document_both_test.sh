@@ -23,4 +23,6 @@ if [ "$jvm" != 101 ] || [ "$mono" != 101 ]; then
   exit 1
 fi
 grep -q "^New method .*: Run(int)int (MRTE_RESULT_OK)" "$work/mono.txt" || { echo "Mono: no NewMethod for Run"; exit 1; }
-echo "1 passed, 0 failed"
+source "$(dirname "$0")/../../../tests/checks.sh"
+ok
+finish
