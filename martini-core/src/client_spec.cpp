@@ -219,7 +219,17 @@ ClientsLoaded LoadClients(Core &core, std::string_view config, const std::string
         result.requested = static_cast<unsigned>(parsed.clients.size());
         result.outputDirectory = parsed.outputDirectory;
         const std::vector<std::string> dirs = ClientSearchDirs(anchorDir, searchPath);
-        for (ClientSpec &spec : parsed.clients) {
+        for (std::size_t i = 0; i < parsed.clients.size(); ++i) {
+            ClientSpec &spec = parsed.clients[i];
+            if (core.ClientCount() >= kMaxClients) {  // one line for all the clients left over
+                const std::string err = std::to_string(parsed.clients.size() - i) + " client" +
+                                        (parsed.clients.size() - i == 1 ? "" : "s") + " from '" + spec.name +
+                                        "' on not loaded: too many clients (at most " +
+                                        std::to_string(kMaxClients) + ")";
+                LogLine(err + "; the other clients are unaffected");
+                AppendStatusLine("client " + spec.name + " failed: " + err);
+                break;
+            }
             if (std::string err = ResolveClientPath(spec, dirs); !err.empty()) {
                 LogLine(err + "; the other clients are unaffected");
                 AppendStatusLine("client " + spec.name + " failed: " + err);

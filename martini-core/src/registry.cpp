@@ -3,8 +3,15 @@
 #include "martini/core/log.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 
 namespace martini::core {
@@ -222,8 +229,14 @@ Core::LoadResult Registry::Load(const ClientSpec &spec) {
             return fail("too many clients (at most " + std::to_string(kMaxClients) + ")");
         }
     }
-    void *handle = ::dlopen(spec.path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    // A library loaded already (one client given twice, with other options) is loaded
+    // again from a private copy: dlopen would return the loaded one, and the two
+    // instances would share its globals (one output overwriting the other's).
+    std::string copyError;
+    void *handle = LoadedAlready(spec.path) ? OpenPrivateCopy(spec.path, copyError)
+                                            : ::dlopen(spec.path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (handle == nullptr) {
+        if (!copyError.empty()) return fail("cannot load a second instance: " + copyError);
         const char *why = ::dlerror();
         return fail(std::string("cannot load the library: ") + (why ? why : "unknown dlopen error"));
     }
@@ -255,8 +268,56 @@ Core::LoadResult Registry::Load(const ClientSpec &spec) {
                             "; rebuild it against this Martini's MpiAPI.h");
     }
     Core::LoadResult result = Instantiate(spec.name, handle, instantiate, spec.options);
-    if (!result.ok()) ::dlclose(handle);
+    if (!result.ok()) {
+        ::dlclose(handle);
+    } else if (struct stat st; ::stat(spec.path.c_str(), &st) == 0) {
+        std::lock_guard lock(mutex_);
+        loadedFiles_.emplace_back(st.st_dev, st.st_ino);
+    }
     return result;
+}
+
+bool Registry::LoadedAlready(const std::string &path) const {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) return false;
+    std::lock_guard lock(mutex_);
+    return std::find(loadedFiles_.begin(), loadedFiles_.end(), std::pair{st.st_dev, st.st_ino}) != loadedFiles_.end();
+}
+
+void *Registry::OpenPrivateCopy(const std::string &path, std::string &error) {
+    // An anonymous file (memfd) with the library's bytes: a file of its own to the
+    // dynamic loader, so it maps a second copy with its own globals. Nothing is
+    // written to disk, and the copy goes when the process does.
+    const int in = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (in < 0) {
+        error = path + ": " + std::strerror(errno);
+        return nullptr;
+    }
+    const int copy = ::memfd_create("martini-client", MFD_CLOEXEC);
+    if (copy < 0) {
+        error = std::string("memfd_create: ") + std::strerror(errno);
+        ::close(in);
+        return nullptr;
+    }
+    char buf[1 << 16];
+    ssize_t n;
+    while ((n = ::read(in, buf, sizeof buf)) > 0) {
+        if (::write(copy, buf, static_cast<std::size_t>(n)) != n) {
+            n = -1;
+            break;
+        }
+    }
+    const int savedErrno = errno;
+    ::close(in);
+    if (n < 0) {
+        error = std::string("copying ") + path + ": " + std::strerror(savedErrno);
+        ::close(copy);
+        return nullptr;
+    }
+    const std::string fdPath = "/proc/self/fd/" + std::to_string(copy);
+    void *handle = ::dlopen(fdPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+    ::close(copy);  // the mapping stays
+    return handle;
 }
 
 Core::LoadResult Registry::Instantiate(std::string name, void *dlHandle,

@@ -2,6 +2,8 @@
 // Private to martini-core.
 #pragma once
 
+#include <sys/types.h>
+
 #include "martini/core/core.h"
 
 #include <tbb/concurrent_hash_map.h>
@@ -66,6 +68,11 @@ public:
     // ---- Core's side
     Provider &provider() noexcept { return provider_; }
     Core::LoadResult Load(const ClientSpec &spec);
+    // The library at `path` is one a client was loaded from (its device and inode).
+    bool LoadedAlready(const std::string &path) const;
+    // dlopen of a private copy of the library (a second instance); null and `error` set
+    // when the copy cannot be made, null with dlerror() when it cannot be loaded.
+    static void *OpenPrivateCopy(const std::string &path, std::string &error);
     Core::LoadResult Instantiate(std::string name, void *dlHandle, MPICL_Instantiate_t fn,
                                  const std::string &options);
     void FinishInit();
@@ -127,6 +134,7 @@ private:
     std::array<std::unique_ptr<Client>, kMaxClients> clients_;
     std::atomic<std::size_t> clientCount_{0};
     mutable std::mutex mutex_;                      // group toggles, loading
+    std::vector<std::pair<dev_t, ino_t>> loadedFiles_;  // the client libraries loaded (under mutex_)
     std::mutex samplingMutex_;                      // the allocation sampling interval
     bool samplingSet_ = false;
     unsigned samplingInterval_ = 0;

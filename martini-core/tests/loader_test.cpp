@@ -146,5 +146,47 @@ TEST(Loader, GoodClientLoadsAfterEveryKindOfBadOne) {
     EXPECT_TRUE(core.IsEnabled(EV_METHOD_ENTER));
 }
 
+// One client given twice (`--client callcount=out=A --client callcount=out=B`): each
+// instance has its own copy of the library's globals, as if it were alone.
+TEST(Loader, OneLibraryLoadedTwiceGivesTwoInstancesWithTheirOwnState) {
+    FakeProvider provider;
+    Core core(provider);
+    auto first = Load(core, Spec("good_client", "a"));
+    auto second = Load(core, Spec("good_client", "b"));
+    ASSERT_TRUE(first.result.ok()) << first.result.error;
+    ASSERT_TRUE(second.result.ok()) << second.result.error;
+    EXPECT_EQ(second.log, "");
+    core.FinishInit();
+    EXPECT_EQ(core.ClientCount(), 2u);
+    void *h = dlopen(Lib("good_client").c_str(), RTLD_NOW | RTLD_NOLOAD);  // the first instance's
+    ASSERT_NE(h, nullptr);
+    auto enters = reinterpret_cast<unsigned long long (*)()>(dlsym(h, "test_client_enters"));
+    const unsigned long long before = enters();
+    auto d = Enter(1);
+    core.Raise<IMethodEnterEventObserver>(d);
+    EXPECT_EQ(enters() - before, 1u);  // shared globals: one observer told twice
+    dlclose(h);
+}
+
+// More clients than a core holds: one line for all that were left out.
+TEST(Loader, ClientsOverTheLimitAreRefusedInOneLine) {
+    FakeProvider provider;
+    Core core(provider);
+    std::string config;
+    for (unsigned i = 0; i < core::kMaxClients + 50; ++i) config += Lib("good_client") + ";";
+    testing::internal::CaptureStderr();
+    const core::ClientsLoaded loaded = core::LoadClients(core, config, TEST_CLIENT_DIR);
+    const std::string log = testing::internal::GetCapturedStderr();
+    EXPECT_EQ(loaded.requested, core::kMaxClients + 50);
+    EXPECT_EQ(loaded.loaded, core::kMaxClients);
+    std::size_t lines = 0;
+    for (std::size_t at = log.find("too many clients"); at != std::string::npos;
+         at = log.find("too many clients", at + 1)) {
+        ++lines;
+    }
+    EXPECT_EQ(lines, 1u) << log.substr(0, 2000);
+    EXPECT_NE(log.find("50 clients from"), std::string::npos) << log.substr(0, 2000);
+}
+
 }  // namespace
 }  // namespace martini::test
