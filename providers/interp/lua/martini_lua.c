@@ -47,7 +47,7 @@ static lua_State *gMain;
 static int gReported; /* one ABI error is printed; the run goes on */
 
 static void Report(const char *what, martini_status s) {
-    if (s == MARTINI_OK || gReported) return;
+    if (s == MARTINI_OK || s == MARTINI_E_PHASE || gReported) return;  /* E_PHASE: the run has ended (a signal) */
     gReported = 1;
     fprintf(stderr, "martini-lua: %s: %s (%s); further errors are not printed\n", what, martini_last_error(),
             martini_status_name(s));
@@ -342,6 +342,14 @@ static int Traceback(lua_State *L) {
     return 1;
 }
 
+/* os.exit, or exit from a C library deep in the script: the profile is written, with
+ * what the script printed flushed before it. */
+static void EndAtExit(void) {
+    if (gInterp == NULL) return;
+    fflush(stdout);
+    martini_interp_shutdown(gInterp);
+}
+
 int main(int argc, char **argv) {
     size_t clientsSize = 1;
     char *clients = calloc(1, 1);
@@ -397,6 +405,12 @@ int main(int argc, char **argv) {
     if (s != MARTINI_OK) {
         fprintf(stderr, "martini-lua: Martini could not start: %s\n", martini_last_error());
         return 1;
+    }
+    /* However the script ends: an error, os.exit (atexit), SIGTERM, SIGINT or SIGHUP
+     * (the run ends, then the signal ends the process), the clients write the profile. */
+    atexit(EndAtExit);
+    if (martini_interp_end_on_signals(gInterp) != MARTINI_OK) {
+        fprintf(stderr, "martini-lua: %s; a signal will end the script without its profile\n", martini_last_error());
     }
 
     lua_State *L = luaL_newstate();

@@ -1,6 +1,7 @@
 // The C functions of martini/interp.h: argument checks, phase checks, error messages,
 // and no exception ever crossing into the interpreter's C code.
 #include "interp_provider.h"
+#include "martini/core/signals.h"
 #include "martini/interp.h"
 
 #include <atomic>
@@ -17,6 +18,7 @@ struct martini_interp {
     explicit martini_interp(const martini_config &c)
         : provider(c.runtime_name ? c.runtime_name : "interpreter", c.runtime_version ? c.runtime_version : "") {}
     InterpProvider provider;
+    bool endsOnSignals = false;  // martini_interp_end_on_signals
 };
 
 namespace {
@@ -212,8 +214,23 @@ martini_status martini_control(martini_interp *interp, const char *command) {
     });
 }
 
+martini_status martini_interp_end_on_signals(martini_interp *interp) {
+    return Guarded("martini_interp_end_on_signals", [&](std::string &why) {
+        if (interp == nullptr) {
+            why = "the interpreter handle is NULL";
+            return MARTINI_E_NULL;
+        }
+        why = martini::core::EndRunOnSignals([interp] { interp->provider.Shutdown(); });
+        if (!why.empty()) return MARTINI_E_INTERNAL;
+        interp->endsOnSignals = true;
+        return MARTINI_OK;
+    });
+}
+
 void martini_interp_destroy(martini_interp *interp) {
     if (interp == nullptr) return;
+    // A run ending on a signal right now finishes before the interpreter goes.
+    if (interp->endsOnSignals) martini::core::EndRunOnSignals({});
     try {
         interp->provider.Shutdown();
     } catch (...) {

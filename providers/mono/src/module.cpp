@@ -11,13 +11,15 @@
 // allows only then (allocations, sampling, debug info) and sets its callbacks; at
 // runtime_initialized the clients get VmInit and the events that came before it; at
 // runtime_shutdown_end (or at exit, when an unhandled exception ends the process and
-// Mono raises no shutdown event) they get VmShutdown and write their output.
+// Mono raises no shutdown event, or when SIGTERM, SIGINT or SIGHUP ends it) they get
+// VmShutdown and write their output.
 #include "calls.h"
 #include "compiled_code.h"
 #include "heap.h"
 #include "martini/core/client_spec.h"
 #include "martini/core/log.h"
 #include "martini/core/run.h"
+#include "martini/core/signals.h"
 #include "metadata.h"
 #include "mono_provider.h"
 #include "monitors.h"
@@ -117,6 +119,11 @@ void Load(const char *desc) {
     core->FinishInit();
     // After the clients' libraries were loaded: runs before their static destructors.
     std::atexit(OnExit);
+    // SIGTERM, SIGINT, SIGHUP: Mono lets them end the process at once; the clients
+    // write what they collected first.
+    if (const std::string e = core::EndRunOnSignals([] { ShutDown(false); }); !e.empty()) {
+        core::LogLine("signals cannot be watched (" + e + "); a signal will end the program without its profile");
+    }
 }
 
 }  // namespace

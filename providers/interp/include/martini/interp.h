@@ -110,6 +110,13 @@ MARTINI_INTERP_API martini_status martini_interp_shutdown(martini_interp *interp
  * a client's handler. */
 MARTINI_INTERP_API martini_status martini_control(martini_interp *interp, const char *command);
 
+/* For a host whose program does not handle SIGTERM, SIGINT and SIGHUP itself: when one
+ * of them would end the process, the run ends first (as martini_interp_shutdown: the
+ * clients write their outputs), then the signal ends the process as it would have.
+ * Signals with a handler of the program's own are left alone. Until
+ * martini_interp_destroy. */
+MARTINI_INTERP_API martini_status martini_interp_end_on_signals(martini_interp *interp);
+
 /* Shuts down if not done yet, then frees everything. NULL is ignored. */
 MARTINI_INTERP_API void martini_interp_destroy(martini_interp *interp);
 
