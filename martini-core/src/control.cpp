@@ -7,10 +7,13 @@
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
+#include <dirent.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <thread>
@@ -250,8 +253,28 @@ void ReadCommands(std::shared_ptr<ControlChannel::State> s) {
 ControlChannel::ControlChannel() = default;
 ControlChannel::~ControlChannel() { Stop(); }
 
+// The FIFOs of this user's processes that ended without removing theirs (SIGKILL, a
+// crash): /tmp/martini-<pid>.ctl of a pid that no longer runs.
+void RemoveStaleFifos() {
+    DIR *d = ::opendir("/tmp");
+    if (d == nullptr) return;
+    while (const dirent *e = ::readdir(d)) {
+        long pid = 0;
+        int end = 0;
+        if (std::sscanf(e->d_name, "martini-%ld.ctl%n", &pid, &end) != 1 || e->d_name[end] != '\0' || pid <= 0) {
+            continue;
+        }
+        const std::string path = ControlFifoPath(pid);
+        struct stat st;
+        if (::lstat(path.c_str(), &st) != 0 || !S_ISFIFO(st.st_mode) || st.st_uid != ::geteuid()) continue;
+        if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) ::unlink(path.c_str());
+    }
+    ::closedir(d);
+}
+
 std::string ControlChannel::Start(Core &core, ControlTarget *target) {
     if (state_) return "the control channel is already started";
+    RemoveStaleFifos();
     auto s = std::make_shared<State>();
     s->core = &core;
     s->target = target;

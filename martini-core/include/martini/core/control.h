@@ -82,7 +82,8 @@ public:
     ControlChannel &operator=(const ControlChannel &) = delete;
 
     // Creates /tmp/martini-<pid>.ctl (mode 0600; a stale one is replaced) and starts
-    // the reader. Returns "" or why not (the process then runs uncontrolled).
+    // the reader; first removes the FIFOs this user's ended processes left (killed
+    // with SIGKILL: no Stop). Returns "" or why not (the process then runs uncontrolled).
     std::string Start(Core &core, ControlTarget *target);
     void Stop() noexcept;
 
