@@ -93,33 +93,43 @@ std::string CheckAttachable(long pid) {
     return "";
 }
 
+namespace {
+
+// The JVM's attach listener, started: the trigger, a file .attach_pid<pid> in the JVM's
+// working directory (else its /tmp), owned by the JVM's user, then SIGQUIT; the JVM
+// then opens its socket. "" once `socketPath` is there, else why not.
+std::string StartAttachListener(long pid, long nspid, const std::string &socketPath, int timeoutMs) {
+    std::string trigger = "/proc/" + std::to_string(pid) + "/cwd/.attach_pid" + std::to_string(nspid);
+    int fd = ::open(trigger.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0660);
+    if (fd < 0) {
+        trigger = InTargetRoot(pid, "/tmp/.attach_pid" + std::to_string(nspid));
+        fd = ::open(trigger.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0660);
+    }
+    if (fd < 0) return Errno("cannot create the attach trigger " + trigger);
+    ::close(fd);
+    if (::kill(static_cast<pid_t>(pid), SIGQUIT) != 0) {
+        ::unlink(trigger.c_str());
+        return Errno("cannot signal process " + std::to_string(pid));
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs);
+    while (!IsSocket(socketPath) && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ::unlink(trigger.c_str());
+    if (!IsSocket(socketPath)) {
+        return "the JVM did not open its attach socket " + socketPath + " within " + std::to_string(timeoutMs / 1000) +
+               " s (attach disabled, or a JVM too busy or too old)";
+    }
+    return "";
+}
+
+}  // namespace
+
 std::string LoadAgent(long pid, const std::string &agentPath, const std::string &options, int timeoutMs) {
     const long nspid = NamespacePid(pid);
     const std::string socketPath = InTargetRoot(pid, "/tmp/.java_pid" + std::to_string(nspid));
     if (!IsSocket(socketPath)) {
-        // The trigger: a file .attach_pid<pid> in the JVM's working directory (else its
-        // /tmp), owned by the JVM's user, then SIGQUIT; the JVM then opens its socket.
-        std::string trigger = "/proc/" + std::to_string(pid) + "/cwd/.attach_pid" + std::to_string(nspid);
-        int fd = ::open(trigger.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0660);
-        if (fd < 0) {
-            trigger = InTargetRoot(pid, "/tmp/.attach_pid" + std::to_string(nspid));
-            fd = ::open(trigger.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0660);
-        }
-        if (fd < 0) return Errno("cannot create the attach trigger " + trigger);
-        ::close(fd);
-        if (::kill(static_cast<pid_t>(pid), SIGQUIT) != 0) {
-            ::unlink(trigger.c_str());
-            return Errno("cannot signal process " + std::to_string(pid));
-        }
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs);
-        while (!IsSocket(socketPath) && std::chrono::steady_clock::now() < deadline) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        }
-        ::unlink(trigger.c_str());
-        if (!IsSocket(socketPath)) {
-            return "the JVM did not open its attach socket " + socketPath + " within " + std::to_string(timeoutMs / 1000) +
-                   " s (attach disabled, or a JVM too busy or too old)";
-        }
+        if (std::string e = StartAttachListener(pid, nspid, socketPath, timeoutMs); !e.empty()) return e;
     }
     const int sock = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (sock < 0) return Errno("cannot make a socket");
