@@ -97,9 +97,13 @@ grep -q "cgprof: sampled at 200 Hz of wall-clock time" "$work/wall.err" && ok ||
 # 3. A counted loop with no safepoint poll in it: its own method, not its caller.
 run counted sample=500,formats=json+collapsed counted -XX:-UseCountedLoopSafepoints -XX:LoopStripMiningIter=0
 ran counted counted
-loop=$(self counted SamplingWorkload.countedLoop) all=$(total counted)
-awk -v l="$loop" -v t="$all" 'BEGIN { exit !(t > 0 && l / t > 0.6) }' && ok ||
-  fail "counted loop: countedLoop has ${loop} of ${all} ns"; 
+# The loop runs for 1000 ms of the thread's CPU time, whatever else the machine does;
+# its caller (where a sample the loop's code could not name would go) has next to none.
+# (The array's making and filling before it, SamplingWorkload.filled, takes longer the
+# busier the machine is: page faults, and the JIT compiling it later.)
+loop=$(self counted SamplingWorkload.countedLoop) caller=$(self counted SamplingWorkload.counted)
+awk -v l="$loop" -v c="$caller" 'BEGIN { exit !(l > 0.8e9 && l / (l + c) > 0.8) }' && ok ||
+  fail "counted loop: countedLoop has ${loop} ns (1e9 of CPU), its caller ${caller} ns"
 
 # 3b. The same kind of loop inlined into its caller: named only with debug information
 # at every instruction of compiled code (DebugNonSafepoints, which the agent sets);

@@ -71,9 +71,18 @@ public class SamplingWorkload {
         a.join(); b.join(); s.join();
     }
 
-    static void counted() {
-        int[] data = new int[50_000_000];
+    // The array made and filled in a frame of its own: 200 MB whose first touch costs
+    // page faults (kernel time, in this thread's CPU time), and a loop interpreted for
+    // as long as the JIT is busy elsewhere. Its share of the thread's time grows with
+    // the machine's load; countedLoop's 1000 ms does not.
+    static int[] filled(int n) {
+        int[] data = new int[n];
         for (int i = 0; i < data.length; i++) data[i] = i;
+        return data;
+    }
+
+    static void counted() {
+        int[] data = filled(50_000_000);
         long start = cpuMs();
         int s = 0;
         while (cpuMs() - start < 1000) s += countedLoop(data);
