@@ -39,4 +39,10 @@ check "bad record stops playback, exit 2, data already collected is printed" 2 \
   'callcount: [0-9]+ calls' -- "$replay" --client callcount "$bad"
 check "bad record is named with file and line" 2 ":1501: missing field \"method\"" -- \
   "$replay" --client callcount "$bad"
+# One client given twice: two instances, each with its own output.
+two=$(mktemp -d); trap 'rm -f "$bad"; rm -rf "$two"' EXIT
+holds "one client twice: both run" \
+  "$replay" --client "callcount=out=$two/A.txt" --client "callcount=out=$two/B.txt,top=1" "$trace"
+holds "one client twice: the first output" grep -qE ' 120 +0  com\.example\.shop\.OrderService\.placeOrder' "$two/A.txt"
+holds "one client twice: the second, with its own options" test "$(grep -c '^ *[0-9]' "$two/B.txt")" = 1
 finish
