@@ -30,8 +30,8 @@ std::string FindProgram(const std::string &name) {
     while (start <= p.size()) {
         const std::size_t end = p.find(':', start);
         std::string dir = p.substr(start, end == std::string::npos ? std::string::npos : end - start);
-        if (dir.empty()) dir = ".";
-        const std::string candidate = dir + "/" + name;
+        std::string candidate = dir.empty() ? "." : dir;  // appended, not dir + "/" + name: g++ 12 -O3
+        candidate.append("/").append(name);                // warns (-Wrestrict) about the temporary
         struct stat st {};
         if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(candidate.c_str(), X_OK) == 0) {
             return candidate;
