@@ -127,6 +127,25 @@ struct Slice {
     std::string category;
 };
 
+// The profile's frames by name, each added on first use.
+class FrameTable {
+public:
+    explicit FrameTable(report::Profile &p) : p_(p) {}
+    std::uint32_t operator()(const std::string &name) {
+        auto [it, added] = index_.emplace(name, static_cast<std::uint32_t>(p_.frames.size()));
+        if (added) {
+            report::Frame f;
+            f.name = name;
+            p_.frames.push_back(f);
+        }
+        return it->second;
+    }
+
+private:
+    report::Profile &p_;
+    std::map<std::string, std::uint32_t> index_;
+};
+
 class ThreadProfiler {
 public:
     ThreadProfiler(IMpi &mpi, TId id, Options o) : mpi_(mpi), id_(id), o_(std::move(o)) {}
@@ -238,7 +257,33 @@ public:
     }
 
 private:
+    // Totals over the monitors, for the summary and the profile's counters.
+    struct Totals {
+        std::uint64_t blocked = 0, contentions = 0, waits = 0;
+    };
+
+    // Writes the summary (at the end only), the report library's files and the
+    // detailed JSON; a sample point's are named after `label`.
     void Emit(const std::string &label);
+    // Emit's parts; the caller holds mutex_.
+    void NameThreadsSeenByEvents();
+    std::vector<const MonitorRecord *> ContendedMonitors() const;
+    Totals SumMonitors() const;
+    void PrintSummary(std::size_t top, const std::vector<const MonitorRecord *> &contended, const Totals &totals,
+                      std::uint64_t now);
+    void SummaryContended(std::ostream &out, std::size_t top, const std::vector<const MonitorRecord *> &contended);
+    void SummaryWaited(std::ostream &out, std::size_t top);
+    void SummaryThreads(std::ostream &out, std::size_t top, std::uint64_t now);
+    template <class Map>
+    std::string People(const Map &map, bool withTime);
+    report::Profile BuildProfile(std::size_t contended, const Totals &totals, std::uint64_t now);
+    void AddMonitorTrees(report::Profile &p, FrameTable &frame);
+    void AddSpans(report::Profile &p, FrameTable &frame, std::uint64_t now);
+    void WriteThreadsJson(const std::string &dir, const martini::clients::OutputOptions &outOptions,
+                          const std::string &runtime);
+    nlohmann::json ThreadsJson() const;
+    nlohmann::json MonitorsJson();
+
     // Whether a wait or contention beginning now on `thread` is recorded. Caller holds mutex_.
     bool Recording(TId thread) const { return !paused_.load() && pausedThreads_.count(thread) == 0; }
     ThreadRecord &Thread(TId id) {
@@ -316,93 +361,135 @@ void ThreadProfiler::Emit(const std::string &label) {
     const martini::clients::OutputOptions outOptions =
         label.empty() ? o_.out : martini::clients::SamplePointOutput("threadprof", o_.out, label);
     const std::uint64_t now = gLastSeen.load();
-    // Names for threads seen only through events.
+    NameThreadsSeenByEvents();
+    const std::vector<const MonitorRecord *> contended = ContendedMonitors();
+    const Totals totals = SumMonitors();
+    if (outOptions.top > 0) PrintSummary(outOptions.top, contended, totals, now);
+    const report::Profile p = BuildProfile(contended.size(), totals, now);
+    const std::string dir = outputDir_.Resolve(outOptions);
+    martini::clients::WriteOutputs(p, outOptions, dir);
+    if (!dir.empty() && (outOptions.formats & report::kJson)) WriteThreadsJson(dir, outOptions, p.runtime);
+    std::fflush(stderr);
+}
+
+// Names for threads seen only through events.
+void ThreadProfiler::NameThreadsSeenByEvents() {
     for (auto &[tid, t] : threads_) {
         if (t.name.empty()) t.name = martini::clients::GetThreadName(mpi_, id_, tid);
     }
+}
+
+// The monitors contended at least once, the longest blocked on first.
+std::vector<const MonitorRecord *> ThreadProfiler::ContendedMonitors() const {
     std::vector<const MonitorRecord *> contended;
     for (const auto &[obj, m] : monitors_) {
         if (m.contentions > 0) contended.push_back(&m);
     }
     std::stable_sort(contended.begin(), contended.end(), [](auto *a, auto *b) { return a->blockedNs > b->blockedNs; });
-    auto people = [&](const auto &map, bool withTime) {
-        std::vector<std::pair<std::uint64_t, std::string>> rows;
-        for (const auto &[tid, v] : map) {
-            if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::uint64_t>) rows.push_back({v, NameOf(tid) + " (" + std::to_string(v) + ")"});
-            else rows.push_back({v.second, NameOf(tid) + " (" + std::to_string(v.first) + (withTime ? ", " + Ms(v.second) + " ms" : "") + ")"});
-        }
-        std::stable_sort(rows.begin(), rows.end(), [](auto &a, auto &b) { return a.first > b.first; });
-        std::string s;
-        for (const auto &r : rows) s += (s.empty() ? "" : ", ") + r.second;
-        return s.empty() ? std::string("-") : s;
-    };
+    return contended;
+}
 
-    // ---- text summary
-    std::uint64_t totalBlocked = 0, totalContentions = 0, totalWaits = 0;
+ThreadProfiler::Totals ThreadProfiler::SumMonitors() const {
+    Totals totals;
     for (const auto &[obj, m] : monitors_) {
-        totalBlocked += m.blockedNs;
-        totalContentions += m.contentions;
-        totalWaits += m.waited;
+        totals.blocked += m.blockedNs;
+        totals.contentions += m.contentions;
+        totals.waits += m.waited;
     }
-    if (outOptions.top > 0) {
-        std::ostringstream out;
-        out << "threadprof: " << threads_.size() << " threads; " << contended.size() << " contended monitors, "
-            << totalContentions << " contentions, " << Ms(totalBlocked) << " ms blocked; " << totalWaits << " waits\n";
-        if (!contended.empty()) out << "top contended monitors:\n";
-        for (std::size_t i = 0; i < contended.size() && i < outOptions.top; ++i) {
-            const MonitorRecord &m = *contended[i];
-            out << "  " << ClassName(m.classId) << "@" << m.object << ": " << m.contentions << " contentions, "
-                << Ms(m.blockedNs) << " ms blocked (max " << Ms(m.maxBlockedNs) << " ms)\n"
-                << "      waiters: " << people(m.waiters, true) << "\n"
-                << "      held by: " << people(m.holders, false) << "\n";
-        }
-        std::vector<const MonitorRecord *> waited;
-        for (const auto &[obj, m] : monitors_) {
-            if (m.waits > 0) waited.push_back(&m);
-        }
-        std::stable_sort(waited.begin(), waited.end(), [](auto *a, auto *b) { return a->waitingNs > b->waitingNs; });
-        if (!waited.empty()) out << "monitors waited on (wait/notify):\n";
-        for (std::size_t i = 0; i < waited.size() && i < outOptions.top; ++i) {
-            const MonitorRecord &m = *waited[i];
-            out << "  " << ClassName(m.classId) << "@" << m.object << ": " << m.waits << " waits, " << m.waited
-                << " woke (" << m.timeouts << " timed out), " << Ms(m.waitingNs) << " ms waiting\n";
-        }
-        out << "threads:\n";
-        char line[256];
-        std::snprintf(line, sizeof line, "  %-24s %-16s %12s %12s %12s\n", "name", "parent", "lifetime ms", "blocked ms",
-                      "waiting ms");
-        out << line;
-        std::size_t shown = 0;
-        for (const auto &[tid, t] : threads_) {
-            if (shown++ >= outOptions.top) break;
-            const std::uint64_t stop = t.end != 0 ? t.end : now;
-            const std::uint64_t life = t.start != 0 && stop > t.start ? stop - t.start : 0;
-            std::snprintf(line, sizeof line, "  %-24s %-16s %12s %12s %12s\n", t.name.c_str(),
-                          t.parent ? NameOf(t.parent).c_str() : "-", t.start ? Ms(life).c_str() : "?",
-                          Ms(t.blockedNs).c_str(), Ms(t.waitingNs).c_str());
-            out << line;
-        }
-        for (const auto &[type, n] : interactions_) out << "  interactions: " << type << " " << n << "\n";
-        std::fputs(out.str().c_str(), stderr);
-    }
+    return totals;
+}
 
-    // ---- the report profile: tree thread -> state -> monitor class; spans
+// "NAME (COUNT[, MS ms]), ..." of a monitor's waiters or holders, the largest figure
+// (time, or the count alone) first; "-" for none.
+template <class Map>
+std::string ThreadProfiler::People(const Map &map, bool withTime) {
+    std::vector<std::pair<std::uint64_t, std::string>> rows;
+    for (const auto &[tid, v] : map) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::uint64_t>) rows.push_back({v, NameOf(tid) + " (" + std::to_string(v) + ")"});
+        else rows.push_back({v.second, NameOf(tid) + " (" + std::to_string(v.first) + (withTime ? ", " + Ms(v.second) + " ms" : "") + ")"});
+    }
+    std::stable_sort(rows.begin(), rows.end(), [](auto &a, auto &b) { return a.first > b.first; });
+    std::string s;
+    for (const auto &r : rows) s += (s.empty() ? "" : ", ") + r.second;
+    return s.empty() ? std::string("-") : s;
+}
+
+// The text summary on stderr: totals, then `top` rows of each table.
+void ThreadProfiler::PrintSummary(std::size_t top, const std::vector<const MonitorRecord *> &contended,
+                                  const Totals &totals, std::uint64_t now) {
+    std::ostringstream out;
+    out << "threadprof: " << threads_.size() << " threads; " << contended.size() << " contended monitors, "
+        << totals.contentions << " contentions, " << Ms(totals.blocked) << " ms blocked; " << totals.waits << " waits\n";
+    SummaryContended(out, top, contended);
+    SummaryWaited(out, top);
+    SummaryThreads(out, top, now);
+    for (const auto &[type, n] : interactions_) out << "  interactions: " << type << " " << n << "\n";
+    std::fputs(out.str().c_str(), stderr);
+}
+
+void ThreadProfiler::SummaryContended(std::ostream &out, std::size_t top,
+                                      const std::vector<const MonitorRecord *> &contended) {
+    if (!contended.empty()) out << "top contended monitors:\n";
+    for (std::size_t i = 0; i < contended.size() && i < top; ++i) {
+        const MonitorRecord &m = *contended[i];
+        out << "  " << ClassName(m.classId) << "@" << m.object << ": " << m.contentions << " contentions, "
+            << Ms(m.blockedNs) << " ms blocked (max " << Ms(m.maxBlockedNs) << " ms)\n"
+            << "      waiters: " << People(m.waiters, true) << "\n"
+            << "      held by: " << People(m.holders, false) << "\n";
+    }
+}
+
+void ThreadProfiler::SummaryWaited(std::ostream &out, std::size_t top) {
+    std::vector<const MonitorRecord *> waited;
+    for (const auto &[obj, m] : monitors_) {
+        if (m.waits > 0) waited.push_back(&m);
+    }
+    std::stable_sort(waited.begin(), waited.end(), [](auto *a, auto *b) { return a->waitingNs > b->waitingNs; });
+    if (!waited.empty()) out << "monitors waited on (wait/notify):\n";
+    for (std::size_t i = 0; i < waited.size() && i < top; ++i) {
+        const MonitorRecord &m = *waited[i];
+        out << "  " << ClassName(m.classId) << "@" << m.object << ": " << m.waits << " waits, " << m.waited
+            << " woke (" << m.timeouts << " timed out), " << Ms(m.waitingNs) << " ms waiting\n";
+    }
+}
+
+void ThreadProfiler::SummaryThreads(std::ostream &out, std::size_t top, std::uint64_t now) {
+    out << "threads:\n";
+    char line[256];
+    std::snprintf(line, sizeof line, "  %-24s %-16s %12s %12s %12s\n", "name", "parent", "lifetime ms", "blocked ms",
+                  "waiting ms");
+    out << line;
+    std::size_t shown = 0;
+    for (const auto &[tid, t] : threads_) {
+        if (shown++ >= top) break;
+        const std::uint64_t stop = t.end != 0 ? t.end : now;
+        const std::uint64_t life = t.start != 0 && stop > t.start ? stop - t.start : 0;
+        std::snprintf(line, sizeof line, "  %-24s %-16s %12s %12s %12s\n", t.name.c_str(),
+                      t.parent ? NameOf(t.parent).c_str() : "-", t.start ? Ms(life).c_str() : "?",
+                      Ms(t.blockedNs).c_str(), Ms(t.waitingNs).c_str());
+        out << line;
+    }
+}
+
+// The report profile: tree thread -> state -> monitor class; spans.
+report::Profile ThreadProfiler::BuildProfile(std::size_t contended, const Totals &totals, std::uint64_t now) {
     report::Profile p;
     p.tool = "threadprof";
     p.mode = "monitors";
     p.runtime = martini::clients::RuntimeName(mpi_, id_);
     p.metrics = {{"blocked", "nanoseconds"}, {"contentions", "count"}, {"waiting", "nanoseconds"}, {"waits", "count"}};
     p.defaultMetric = 0;
-    std::map<std::string, std::uint32_t> frameOf;
-    auto frame = [&](const std::string &name) {
-        auto [it, added] = frameOf.emplace(name, static_cast<std::uint32_t>(p.frames.size()));
-        if (added) {
-            report::Frame f;
-            f.name = name;
-            p.frames.push_back(f);
-        }
-        return it->second;
-    };
+    FrameTable frame(p);
+    AddMonitorTrees(p, frame);
+    p.Merge();
+    AddSpans(p, frame, now);
+    p.counters = {{"threads", threads_.size()}, {"contended_monitors", contended}, {"contentions", totals.contentions},
+                  {"blocked_ns", totals.blocked}, {"waits", totals.waits}, {"slices_dropped", slicesDropped_}};
+    return p;
+}
+
+// One tree per thread: "blocked" and "waiting", and under each the monitors' classes.
+void ThreadProfiler::AddMonitorTrees(report::Profile &p, FrameTable &frame) {
     std::map<TId, report::Tree> trees;
     auto treeOf = [&](TId tid) -> report::Tree & {
         auto [it, added] = trees.try_emplace(tid);
@@ -432,51 +519,57 @@ void ThreadProfiler::Emit(const std::string &label) {
         }
     }
     for (auto &[tid, t] : trees) p.threads.push_back(std::move(t));
-    p.Merge();
-    // Chrome trace: thread lifetimes as slices on their own track, contention and waits.
+}
+
+// Chrome trace: thread lifetimes as slices on their own track, contention and waits.
+void ThreadProfiler::AddSpans(report::Profile &p, FrameTable &frame, std::uint64_t now) {
     for (const auto &[tid, t] : threads_) {
         p.threadNames.push_back({tid, NameOf(tid)});
         const std::uint64_t stop = t.end != 0 ? t.end : now;
         if (t.start != 0 && stop >= t.start) p.spans.push_back({tid, frame("thread " + NameOf(tid)), t.start, stop - t.start, "thread"});
     }
     for (const Slice &s : slices_) p.spans.push_back({s.thread, frame(s.label), s.start, s.duration, s.category});
-    p.counters = {{"threads", threads_.size()}, {"contended_monitors", contended.size()}, {"contentions", totalContentions},
-                  {"blocked_ns", totalBlocked}, {"waits", totalWaits}, {"slices_dropped", slicesDropped_}};
-    const std::string dir = outputDir_.Resolve(outOptions);
-    martini::clients::WriteOutputs(p, outOptions, dir);
+}
 
-    // ---- the detailed JSON
-    if (!dir.empty() && (outOptions.formats & report::kJson)) {
-        using nlohmann::json;
-        json j;
-        j["format"] = "martini-threads";
-        j["version"] = 1;
-        j["runtime"] = p.runtime;
-        json threads = json::array();
-        for (const auto &[tid, t] : threads_) {
-            threads.push_back({{"id", tid}, {"name", t.name}, {"group", t.group}, {"parent", t.parent},
-                               {"start_ns", t.start}, {"end_ns", t.end}, {"blocked_ns", t.blockedNs},
-                               {"waiting_ns", t.waitingNs}, {"contentions", t.contentions}, {"waits", t.waits}});
-        }
-        json monitors = json::array();
-        for (const auto &[obj, m] : monitors_) {
-            json waiters = json::array(), holders = json::array();
-            for (const auto &[tid, w] : m.waiters) waiters.push_back({{"thread", tid}, {"name", NameOf(tid)}, {"count", w.first}, {"blocked_ns", w.second}});
-            for (const auto &[tid, n] : m.holders) holders.push_back({{"thread", tid}, {"name", NameOf(tid)}, {"count", n}});
-            monitors.push_back({{"object", obj}, {"class", ClassName(m.classId)}, {"contentions", m.contentions},
-                                {"blocked_ns", m.blockedNs}, {"max_blocked_ns", m.maxBlockedNs}, {"waiters", waiters},
-                                {"holders", holders}, {"waits", m.waits}, {"woke", m.waited}, {"timeouts", m.timeouts},
-                                {"waiting_ns", m.waitingNs}});
-        }
-        j["threads"] = std::move(threads);
-        j["monitors"] = std::move(monitors);
-        j["interactions"] = interactions_;
-        const std::string path = (dir.back() == '/' ? dir : dir + "/") + martini::clients::ExpandOutputName(outOptions.name) + ".threads.json";
-        const std::string error = martini::clients::WriteFileAtomically(path, [&](std::ostream &f) { f << j.dump(1) << '\n'; });
-        if (error.empty()) std::fprintf(stderr, "threadprof: wrote %s\n", path.c_str());
-        else std::fprintf(stderr, "threadprof: %s; the partial file was removed\n", error.c_str());
+// The detailed JSON, NAME.threads.json.
+void ThreadProfiler::WriteThreadsJson(const std::string &dir, const martini::clients::OutputOptions &outOptions,
+                                      const std::string &runtime) {
+    nlohmann::json j;
+    j["format"] = "martini-threads";
+    j["version"] = 1;
+    j["runtime"] = runtime;
+    j["threads"] = ThreadsJson();
+    j["monitors"] = MonitorsJson();
+    j["interactions"] = interactions_;
+    const std::string path = (dir.back() == '/' ? dir : dir + "/") + martini::clients::ExpandOutputName(outOptions.name) + ".threads.json";
+    const std::string error = martini::clients::WriteFileAtomically(path, [&](std::ostream &f) { f << j.dump(1) << '\n'; });
+    if (error.empty()) std::fprintf(stderr, "threadprof: wrote %s\n", path.c_str());
+    else std::fprintf(stderr, "threadprof: %s; the partial file was removed\n", error.c_str());
+}
+
+nlohmann::json ThreadProfiler::ThreadsJson() const {
+    nlohmann::json threads = nlohmann::json::array();
+    for (const auto &[tid, t] : threads_) {
+        threads.push_back({{"id", tid}, {"name", t.name}, {"group", t.group}, {"parent", t.parent},
+                           {"start_ns", t.start}, {"end_ns", t.end}, {"blocked_ns", t.blockedNs},
+                           {"waiting_ns", t.waitingNs}, {"contentions", t.contentions}, {"waits", t.waits}});
     }
-    std::fflush(stderr);
+    return threads;
+}
+
+nlohmann::json ThreadProfiler::MonitorsJson() {
+    using nlohmann::json;
+    json monitors = json::array();
+    for (const auto &[obj, m] : monitors_) {
+        json waiters = json::array(), holders = json::array();
+        for (const auto &[tid, w] : m.waiters) waiters.push_back({{"thread", tid}, {"name", NameOf(tid)}, {"count", w.first}, {"blocked_ns", w.second}});
+        for (const auto &[tid, n] : m.holders) holders.push_back({{"thread", tid}, {"name", NameOf(tid)}, {"count", n}});
+        monitors.push_back({{"object", obj}, {"class", ClassName(m.classId)}, {"contentions", m.contentions},
+                            {"blocked_ns", m.blockedNs}, {"max_blocked_ns", m.maxBlockedNs}, {"waiters", waiters},
+                            {"holders", holders}, {"waits", m.waits}, {"woke", m.waited}, {"timeouts", m.timeouts},
+                            {"waiting_ns", m.waitingNs}});
+    }
+    return monitors;
 }
 
 struct Instance {
