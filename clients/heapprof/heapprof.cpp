@@ -181,6 +181,44 @@ private:
     Shard shards_[64];
 };
 
+// The profile's frames: a method's, "new CLASS" for an allocated class, and the
+// marker of stacks cut at depth=; each added on first use.
+class HeapFrames {
+public:
+    HeapFrames(IMpi &mpi, TId id, report::Profile &p) : mpi_(mpi), id_(id), p_(p) {}
+    std::uint32_t operator()(Kind kind, TId key) {
+        auto [it, added] = index_.emplace(std::pair{kind, key}, static_cast<std::uint32_t>(p_.frames.size()));
+        if (added) {
+            report::Frame f;
+            if (kind == Kind::kMethod) {
+                f = martini::clients::MethodFrame(mpi_, id_, key);
+            } else if (kind == Kind::kClass) {
+                f.className = key == 0 ? "" : martini::clients::GetClassName(mpi_, id_, key);
+                if (f.className.empty()) f.className = key == 0 ? "(unknown class)" : "class#" + std::to_string(key);
+                f.name = "new " + f.className;
+            } else {
+                f.name = "(deeper frames)";
+            }
+            p_.frames.push_back(std::move(f));
+        }
+        return it->second;
+    }
+
+private:
+    IMpi &mpi_;
+    TId id_;
+    report::Profile &p_;
+    std::map<std::pair<Kind, TId>, std::uint32_t> index_;
+};
+
+// Live objects per allocation node (tree, node): objects and bytes, scaled.
+using LiveByNode = std::map<std::pair<const HeapTree *, std::uint32_t>, std::pair<double, double>>;
+
+// GC pauses: their total and longest, nanoseconds.
+struct GcPauseTotals {
+    std::uint64_t total = 0, max = 0;
+};
+
 class HeapProfiler {
 public:
     HeapProfiler(IMpi &mpi, TId id, Options o) : mpi_(mpi), id_(id), o_(std::move(o)) {}
@@ -257,7 +295,17 @@ public:
     }
 
 private:
+    // Writes the table (at the end only) and the report library's files; a sample
+    // point's are named after `label`.
     void Emit(const std::string &label);
+    // Emit's parts; the caller holds mutex_.
+    LiveByNode LiveNow();
+    report::Profile NewProfile();
+    void AddTrees(report::Profile &p, const LiveByNode &live);
+    void AddTree(report::Profile &p, HeapFrames &frame, HeapTree &t, const LiveByNode &live);
+    GcPauseTotals AddGcAndCounters(report::Profile &p);
+    void PrintSummary(const report::Profile &p, const GcPauseTotals &gc);
+
     bool ThreadPaused(TId thread) {
         std::lock_guard lock(pausedMutex_);
         return pausedThreads_.count(thread) != 0;
@@ -292,6 +340,72 @@ std::string Bytes(double b) {
     return s.str();
 }
 
+// A row of the table: a class or an allocation site, and its figures by metric.
+struct SummaryRow {
+    std::string name;
+    double v[4] = {0, 0, 0, 0};
+};
+
+// The rows by class and by allocation site (allocating method -> class), the most
+// bytes first.
+struct SummaryRows {
+    std::vector<SummaryRow> byClass, bySite;
+};
+
+template <class Map>
+std::vector<SummaryRow> SortedByBytes(const Map &map) {
+    std::vector<SummaryRow> rows;
+    for (const auto &[k, r] : map) rows.push_back(r);
+    std::stable_sort(rows.begin(), rows.end(), [](const SummaryRow &a, const SummaryRow &b) { return a.v[1] > b.v[1]; });
+    return rows;
+}
+
+// By class: the "new C" frames of the merged tree hold all self values.
+SummaryRows CollectSummaryRows(const report::Profile &p) {
+    const std::size_t m = p.metrics.size();
+    std::map<std::uint32_t, SummaryRow> byClass;
+    std::map<std::pair<std::uint32_t, std::uint32_t>, SummaryRow> bySite;  // (method frame, class frame)
+    for (std::size_t i = 1; i < p.merged.nodes.size(); ++i) {
+        const report::Node &n = p.merged.nodes[i];
+        const report::Frame &f = p.frames[n.frame];
+        if (f.name.rfind("new ", 0) != 0) continue;
+        SummaryRow &r = byClass[n.frame];
+        r.name = f.className;
+        for (std::size_t k = 0; k < m; ++k) r.v[k] += double(n.self[k]);
+        const std::uint32_t parentFrame = n.parent == 0 ? report::kRootFrame : p.merged.nodes[n.parent].frame;
+        SummaryRow &s = bySite[{parentFrame, n.frame}];
+        s.name = (parentFrame == report::kRootFrame ? std::string("(no stack)") : p.frames[parentFrame].name) +
+                 " -> " + f.className;
+        s.v[0] += double(n.self[0]);
+        s.v[1] += double(n.self[1]);
+    }
+    return {SortedByBytes(byClass), SortedByBytes(bySite)};
+}
+
+void WriteClassTable(std::ostream &out, const std::vector<SummaryRow> &classes, std::size_t top, bool live) {
+    char line[512];
+    std::snprintf(line, sizeof line, "%-48s %14s %12s %14s %12s\n", "class", "alloc objects", "alloc bytes",
+                  live ? "live objects" : "", live ? "live bytes" : "");
+    out << line;
+    for (std::size_t i = 0; i < classes.size() && i < top; ++i) {
+        const SummaryRow &r = classes[i];
+        std::snprintf(line, sizeof line, "%-48s %14lld %12s %14s %12s\n", r.name.c_str(), std::llround(r.v[0]),
+                      Bytes(r.v[1]).c_str(), live ? std::to_string(std::llround(r.v[2])).c_str() : "",
+                      live ? Bytes(r.v[3]).c_str() : "");
+        out << line;
+    }
+}
+
+void WriteSiteTable(std::ostream &out, const std::vector<SummaryRow> &sites, std::size_t top) {
+    out << "top allocation sites (allocating method -> class):\n";
+    char line[512];
+    for (std::size_t i = 0; i < sites.size() && i < top; ++i) {
+        std::snprintf(line, sizeof line, "  %-70s %12lld %12s\n", sites[i].name.c_str(), std::llround(sites[i].v[0]),
+                      Bytes(sites[i].v[1]).c_str());
+        out << line;
+    }
+}
+
 void HeapProfiler::Finish() {
     stopped_.store(true);
     mpi_.DisableEventGroup(id_, EG_HEAP);
@@ -303,9 +417,19 @@ void HeapProfiler::Emit(const std::string &label) {
     // A sample point's files are named after it; the table is printed at the end only.
     const martini::clients::OutputOptions outOptions =
         label.empty() ? o_.out : martini::clients::SamplePointOutput("heapprof", o_.out, label);
-    // Live objects now, charged to their allocation node (kept apart from the nodes,
-    // so that a sample point changes nothing).
-    std::map<std::pair<const HeapTree *, std::uint32_t>, std::pair<double, double>> live;
+    const LiveByNode live = LiveNow();
+    report::Profile p = NewProfile();
+    AddTrees(p, live);
+    const GcPauseTotals gc = AddGcAndCounters(p);
+    if (outOptions.top > 0) PrintSummary(p, gc);
+    martini::clients::WriteOutputs(p, outOptions, outputDir_.Resolve(outOptions));
+    std::fflush(stderr);
+}
+
+// Live objects now, charged to their allocation node (kept apart from the nodes,
+// so that a sample point changes nothing).
+LiveByNode HeapProfiler::LiveNow() {
+    LiveByNode live;
     if (o_.live) {
         live_.ForEach([&live](const LiveObject &o) {
             auto &[objects, bytes] = live[{o.tree, o.node}];
@@ -313,7 +437,11 @@ void HeapProfiler::Emit(const std::string &label) {
             bytes += o.weight * double(o.size);
         });
     }
+    return live;
+}
 
+// A profile with no samples yet: the tool, mode, runtime and metrics.
+report::Profile HeapProfiler::NewProfile() {
     report::Profile p;
     p.tool = "heapprof";
     p.mode = o_.exact ? "exact" : "sampled";
@@ -324,136 +452,84 @@ void HeapProfiler::Emit(const std::string &label) {
         p.metrics.push_back({"inuse_space", "bytes"});
     }
     p.defaultMetric = 1;
-    const std::size_t m = p.metrics.size();
+    return p;
+}
 
-    std::map<std::pair<Kind, TId>, std::uint32_t> frameOf;
-    auto frame = [&](Kind kind, TId key) {
-        auto [it, added] = frameOf.emplace(std::pair{kind, key}, static_cast<std::uint32_t>(p.frames.size()));
-        if (added) {
-            report::Frame f;
-            if (kind == Kind::kMethod) {
-                f = martini::clients::MethodFrame(mpi_, id_, key);
-            } else if (kind == Kind::kClass) {
-                f.className = key == 0 ? "" : martini::clients::GetClassName(mpi_, id_, key);
-                if (f.className.empty()) f.className = key == 0 ? "(unknown class)" : "class#" + std::to_string(key);
-                f.name = "new " + f.className;
-            } else {
-                f.name = "(deeper frames)";
-            }
-            p.frames.push_back(std::move(f));
-        }
-        return it->second;
-    };
-
-    trees_.ForEachOrdered([&](HeapTree &t) {
-        std::lock_guard treeLock(t.mutex);
-        report::Tree tree;
-        tree.threadId = t.threadId;
-        if (auto it = threadNames_.find(t.threadId); it != threadNames_.end()) tree.threadName = it->second;
-        else tree.threadName = martini::clients::GetThreadName(mpi_, id_, t.threadId);
-        tree.Clear(m);
-        std::vector<std::uint32_t> to(t.nodes.size(), 0);
-        for (std::uint32_t i = 1; i < t.nodes.size(); ++i) {
-            const HeapNode &n = t.nodes[i];
-            to[i] = tree.Add(to[n.parent], frame(n.kind, n.key), m);
-            auto &self = tree.nodes[to[i]].self;
-            self[0] = static_cast<std::uint64_t>(std::llround(n.allocObjects));
-            self[1] = static_cast<std::uint64_t>(std::llround(n.allocBytes));
-            if (o_.live) {
-                const auto it = live.find({&t, i});
-                if (it != live.end()) {
-                    self[2] = static_cast<std::uint64_t>(std::llround(it->second.first));
-                    self[3] = static_cast<std::uint64_t>(std::llround(it->second.second));
-                }
-            }
-        }
-        if (tree.nodes.size() > 1) p.threads.push_back(std::move(tree));
-    });
+// Every thread's allocation tree, then the merged one.
+void HeapProfiler::AddTrees(report::Profile &p, const LiveByNode &live) {
+    HeapFrames frame(mpi_, id_, p);
+    trees_.ForEachOrdered([&](HeapTree &t) { AddTree(p, frame, t, live); });
     report::NameOverloads(p.frames);
     p.NameThreads();
     p.Merge();
-    std::uint64_t pauseTotal = 0, pauseMax = 0;
-    {
-        std::lock_guard gcLock(gcMutex_);
-        if (!gcPauses_.empty()) {
-            report::Frame gc;
-            gc.name = "GC pause";
-            p.frames.push_back(gc);
-            p.threadNames.push_back({0, "GC"});
-        }
-        for (const auto &[start, duration] : gcPauses_) {
-            pauseTotal += duration;
-            pauseMax = std::max(pauseMax, duration);
-            p.spans.push_back({0, static_cast<std::uint32_t>(p.frames.size() - 1), start, duration, "gc"});
-        }
-        p.counters = {{"samples", samples_.load()},
-                      {"frees", freed_.load()},
-                      {"gc_count", gcCount_},
-                      {"gc_pause_total_ns", pauseTotal},
-                      {"gc_pause_max_ns", pauseMax},
-                      {"sampling_interval_bytes", o_.exact ? 0 : o_.interval}};
-    }
+}
 
-    if (outOptions.top > 0) {
-        // By class: the "new C" frames hold all self values.
-        const auto totals = report::Totals(p.merged, m);
-        struct Row {
-            std::string name;
-            double v[4] = {0, 0, 0, 0};
-        };
-        std::map<std::uint32_t, Row> byClass;
-        std::map<std::pair<std::uint32_t, std::uint32_t>, Row> bySite;  // (method frame, class frame)
-        for (std::size_t i = 1; i < p.merged.nodes.size(); ++i) {
-            const report::Node &n = p.merged.nodes[i];
-            const report::Frame &f = p.frames[n.frame];
-            if (f.name.rfind("new ", 0) != 0) continue;
-            Row &r = byClass[n.frame];
-            r.name = f.className;
-            for (std::size_t k = 0; k < m; ++k) r.v[k] += double(n.self[k]);
-            const std::uint32_t parentFrame = n.parent == 0 ? report::kRootFrame : p.merged.nodes[n.parent].frame;
-            Row &s = bySite[{parentFrame, n.frame}];
-            s.name = (parentFrame == report::kRootFrame ? std::string("(no stack)") : p.frames[parentFrame].name) +
-                     " -> " + f.className;
-            s.v[0] += double(n.self[0]);
-            s.v[1] += double(n.self[1]);
+void HeapProfiler::AddTree(report::Profile &p, HeapFrames &frame, HeapTree &t, const LiveByNode &live) {
+    const std::size_t m = p.metrics.size();
+    std::lock_guard treeLock(t.mutex);
+    report::Tree tree;
+    tree.threadId = t.threadId;
+    if (auto it = threadNames_.find(t.threadId); it != threadNames_.end()) tree.threadName = it->second;
+    else tree.threadName = martini::clients::GetThreadName(mpi_, id_, t.threadId);
+    tree.Clear(m);
+    std::vector<std::uint32_t> to(t.nodes.size(), 0);
+    for (std::uint32_t i = 1; i < t.nodes.size(); ++i) {
+        const HeapNode &n = t.nodes[i];
+        to[i] = tree.Add(to[n.parent], frame(n.kind, n.key), m);
+        auto &self = tree.nodes[to[i]].self;
+        self[0] = static_cast<std::uint64_t>(std::llround(n.allocObjects));
+        self[1] = static_cast<std::uint64_t>(std::llround(n.allocBytes));
+        if (o_.live) {
+            const auto it = live.find({&t, i});
+            if (it != live.end()) {
+                self[2] = static_cast<std::uint64_t>(std::llround(it->second.first));
+                self[3] = static_cast<std::uint64_t>(std::llround(it->second.second));
+            }
         }
-        auto sorted = [](auto &map) {
-            std::vector<Row> rows;
-            for (auto &[k, r] : map) rows.push_back(r);
-            std::stable_sort(rows.begin(), rows.end(), [](const Row &a, const Row &b) { return a.v[1] > b.v[1]; });
-            return rows;
-        };
-        const double totalObjects = totals.empty() ? 0 : double(totals[0][0]);
-        const double totalBytes = totals.empty() ? 0 : double(totals[0][1]);
-        std::ostringstream out;
-        out << "heapprof: " << (o_.exact ? "every allocation" : "sampled every " + Bytes(double(o_.interval)) + ", scaled")
-            << "; " << std::llround(totalObjects) << " objects, " << Bytes(totalBytes) << " allocated ("
-            << samples_.load() << " events); " << gcCount_ << " GCs, pauses " << std::fixed;
-        out.precision(3);
-        out << double(pauseTotal) / 1e6 << " ms total, " << double(pauseMax) / 1e6 << " ms max\n";
-        char line[512];
-        std::snprintf(line, sizeof line, "%-48s %14s %12s %14s %12s\n", "class", "alloc objects", "alloc bytes",
-                      o_.live ? "live objects" : "", o_.live ? "live bytes" : "");
-        out << line;
-        const auto classes = sorted(byClass);
-        for (std::size_t i = 0; i < classes.size() && i < o_.out.top; ++i) {
-            const Row &r = classes[i];
-            std::snprintf(line, sizeof line, "%-48s %14lld %12s %14s %12s\n", r.name.c_str(), std::llround(r.v[0]),
-                          Bytes(r.v[1]).c_str(), o_.live ? std::to_string(std::llround(r.v[2])).c_str() : "",
-                          o_.live ? Bytes(r.v[3]).c_str() : "");
-            out << line;
-        }
-        out << "top allocation sites (allocating method -> class):\n";
-        const auto sites = sorted(bySite);
-        for (std::size_t i = 0; i < sites.size() && i < o_.out.top; ++i) {
-            std::snprintf(line, sizeof line, "  %-70s %12lld %12s\n", sites[i].name.c_str(), std::llround(sites[i].v[0]),
-                          Bytes(sites[i].v[1]).c_str());
-            out << line;
-        }
-        std::fputs(out.str().c_str(), stderr);
     }
-    martini::clients::WriteOutputs(p, outOptions, outputDir_.Resolve(outOptions));
-    std::fflush(stderr);
+    if (tree.nodes.size() > 1) p.threads.push_back(std::move(tree));
+}
+
+// The GC pauses as spans on a track of their own, and the profile's counters.
+GcPauseTotals HeapProfiler::AddGcAndCounters(report::Profile &p) {
+    GcPauseTotals gc;
+    std::lock_guard gcLock(gcMutex_);
+    if (!gcPauses_.empty()) {
+        report::Frame frame;
+        frame.name = "GC pause";
+        p.frames.push_back(frame);
+        p.threadNames.push_back({0, "GC"});
+    }
+    for (const auto &[start, duration] : gcPauses_) {
+        gc.total += duration;
+        gc.max = std::max(gc.max, duration);
+        p.spans.push_back({0, static_cast<std::uint32_t>(p.frames.size() - 1), start, duration, "gc"});
+    }
+    p.counters = {{"samples", samples_.load()},
+                  {"frees", freed_.load()},
+                  {"gc_count", gcCount_},
+                  {"gc_pause_total_ns", gc.total},
+                  {"gc_pause_max_ns", gc.max},
+                  {"sampling_interval_bytes", o_.exact ? 0 : o_.interval}};
+    return gc;
+}
+
+// The table on stderr: totals, then the top classes and allocation sites by bytes.
+void HeapProfiler::PrintSummary(const report::Profile &p, const GcPauseTotals &gc) {
+    const std::size_t m = p.metrics.size();
+    const auto totals = report::Totals(p.merged, m);
+    const SummaryRows rows = CollectSummaryRows(p);
+    const double totalObjects = totals.empty() ? 0 : double(totals[0][0]);
+    const double totalBytes = totals.empty() ? 0 : double(totals[0][1]);
+    std::ostringstream out;
+    out << "heapprof: " << (o_.exact ? "every allocation" : "sampled every " + Bytes(double(o_.interval)) + ", scaled")
+        << "; " << std::llround(totalObjects) << " objects, " << Bytes(totalBytes) << " allocated ("
+        << samples_.load() << " events); " << gcCount_ << " GCs, pauses " << std::fixed;
+    out.precision(3);
+    out << double(gc.total) / 1e6 << " ms total, " << double(gc.max) / 1e6 << " ms max\n";
+    WriteClassTable(out, rows.byClass, o_.out.top, o_.live);
+    WriteSiteTable(out, rows.bySite, o_.out.top);
+    std::fputs(out.str().c_str(), stderr);
 }
 
 // ---- Observers ------------------------------------------------------------------------
