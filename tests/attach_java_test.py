@@ -30,9 +30,9 @@ classes = os.path.join(work, "classes")
 run([javac, "-d", classes, os.path.join(source, "tests", "control", "Attached.java")])
 
 
-def start(stop, env=None, extra=()):
+def start(stop, env=None, extra=(), cwd=None):
     proc = subprocess.Popen(["java", *extra, "-cp", classes, "Attached", stop], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
+                            stderr=subprocess.PIPE, text=True, env=env, cwd=cwd)
     line = proc.stdout.readline()
     return proc, line.split()[1] if line.startswith("ready ") else "0"
 
@@ -219,6 +219,75 @@ try:
     check("a bad duration", "--duration 'soon' is not a time" in r.stderr, r.stderr)
     r = run([martini, "attach", pid, "--client", "nosuchclient"], expect=1)
     check("an unknown client", "nosuchclient" in r.stderr, r.stderr)
+finally:
+    finish(proc, stop)
+
+# What other users may plant. A socket at /tmp/.java_pid<pid> before the JVM opens its
+# own: owned by another user, or served by another process; martini attach sends it
+# nothing (the agent's path and configuration) and says why.
+import socket  # noqa: E402
+import threading  # noqa: E402
+
+
+def planted_listener(path, received):
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(path)
+    srv.listen(1)
+    srv.settimeout(15)
+
+    def serve():
+        try:
+            conn, _ = srv.accept()
+            conn.settimeout(5)
+            try:
+                received.append(conn.recv(4096))
+            except OSError:
+                pass
+            conn.sendall(b"0\nreturn code: 0\n")
+            conn.close()
+        except OSError:
+            pass
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    return srv, t
+
+
+for n, case in enumerate(("another user's", "another process's")):
+    stop = os.path.join(work, f"stop-planted-{n}")
+    proc, pid = start(stop)
+    path = f"/tmp/.java_pid{pid}"
+    received = []
+    srv, t = planted_listener(path, received)
+    if case == "another user's":
+        os.chown(path, 65534, 65534)
+    os.chmod(path, 0o600)
+    try:
+        r = run([martini, "attach", pid, "--client", "callcount", "--duration", "1s"], expect=1)
+        check(f"{case} socket: refused", "nothing was sent" in r.stderr and r.returncode == 1, r.stderr)
+        check(f"{case} socket: said whose", ("not to the JVM's user" if case == "another user's"
+                                            else "not by the JVM") in r.stderr, r.stderr)
+        srv.close()
+        t.join(timeout=2)
+        check(f"{case} socket: got nothing of the command", not any(received), received)
+    finally:
+        srv.close()
+        if os.path.exists(path):
+            os.unlink(path)
+        finish(proc, stop)
+
+# A link planted as the attach trigger in the JVM's working directory: never followed
+# (the trigger goes to the JVM's /tmp instead); the link's target is not created.
+cwd = os.path.join(work, "cwd")
+os.makedirs(cwd)
+stop = os.path.join(work, "stop-link")
+proc, pid = start(stop, cwd=cwd)
+victim = os.path.join(work, "victim")
+os.symlink(victim, os.path.join(cwd, f".attach_pid{pid}"))
+try:
+    r = run([martini, "attach", pid, "--client", "cgprof=include=Attached.*,formats=json", "--duration", "1s",
+             "--output", os.path.join(work, "out-link")], expect=None)
+    check("a planted trigger link: not followed", not os.path.exists(victim), r.stderr)
+    check("a planted trigger link: the attach still works", r.returncode == 0, f"exit {r.returncode}\n{r.stderr}")
 finally:
     finish(proc, stop)
 

@@ -49,12 +49,77 @@ bool OtherRoot(long pid) {
     return mine.st_dev != theirs.st_dev || mine.st_ino != theirs.st_ino;
 }
 
+std::string Errno(const std::string &what) { return what + ": " + std::strerror(errno); }
+
 bool IsSocket(const std::string &path) {
     struct stat st {};
-    return ::stat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode);
+    return ::lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode);
 }
 
-std::string Errno(const std::string &what) { return what + ": " + std::strerror(errno); }
+// The process's effective user id (/proc/PID/status "Uid:", its second field); -1 when
+// it cannot be read.
+long EffectiveUid(long pid) {
+    std::istringstream status(ProcFile(pid, "status"));
+    std::string line;
+    while (std::getline(status, line)) {
+        if (line.rfind("Uid:", 0) != 0) continue;
+        std::istringstream ids(line.substr(4));
+        long real = -1, effective = -1;
+        ids >> real >> effective;
+        return effective;
+    }
+    return -1;
+}
+
+// The attach socket is the JVM's own, as the JDK's tools check: a socket (not a link),
+// owned by the JVM's user, which no one else may read or write.
+std::string CheckSocketOwner(long pid, const std::string &path) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0) return Errno("cannot examine " + path);
+    if (!S_ISSOCK(st.st_mode)) return path + " is not a socket";
+    const long uid = EffectiveUid(pid);
+    if (uid < 0 || static_cast<long>(st.st_uid) != uid) {
+        return path + " belongs to user " + std::to_string(st.st_uid) + ", not to the JVM's user " +
+               std::to_string(uid) + ": not the JVM's socket (planted by another user?); nothing was sent";
+    }
+    if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+        return path + " may be used by other users (mode " + std::to_string(st.st_mode & 0777) +
+               "): not the JVM's socket; nothing was sent";
+    }
+    return "";
+}
+
+// The process listening on the connected socket is the JVM itself (SO_PEERCRED: its
+// pid, as we see it, and its user).
+std::string CheckPeer(int sock, long pid, const std::string &path) {
+    ucred peer{};
+    socklen_t size = sizeof peer;
+    if (::getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &peer, &size) != 0) return Errno("cannot tell who listens on " + path);
+    if (static_cast<long>(peer.pid) != pid) {
+        return "the socket " + path + " is served by process " + std::to_string(peer.pid) + ", not by the JVM " +
+               std::to_string(pid) + " (planted by another program?); nothing was sent";
+    }
+    if (static_cast<long>(peer.uid) != EffectiveUid(pid)) {
+        return "the socket " + path + " is served by user " + std::to_string(peer.uid) +
+               ", not by the JVM's user; nothing was sent";
+    }
+    return "";
+}
+
+// Creates the attach trigger `path` (never through a link, never over a file that is
+// not a plain file of its own): "" when it is there to be seen by the JVM.
+std::string CreateTrigger(const std::string &path) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0660);
+    if (fd >= 0) {
+        ::close(fd);
+        return "";
+    }
+    if (errno != EEXIST) return Errno("cannot create the attach trigger " + path);
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid()) return "";  // an earlier one
+    return path + " exists and is not a trigger of ours (a link or another user's file?)";
+}
+
 
 }  // namespace
 
@@ -100,13 +165,10 @@ namespace {
 // then opens its socket. "" once `socketPath` is there, else why not.
 std::string StartAttachListener(long pid, long nspid, const std::string &socketPath, int timeoutMs) {
     std::string trigger = "/proc/" + std::to_string(pid) + "/cwd/.attach_pid" + std::to_string(nspid);
-    int fd = ::open(trigger.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0660);
-    if (fd < 0) {
+    if (const std::string inCwd = CreateTrigger(trigger); !inCwd.empty()) {
         trigger = InTargetRoot(pid, "/tmp/.attach_pid" + std::to_string(nspid));
-        fd = ::open(trigger.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0660);
+        if (const std::string inTmp = CreateTrigger(trigger); !inTmp.empty()) return inCwd + "; " + inTmp;
     }
-    if (fd < 0) return Errno("cannot create the attach trigger " + trigger);
-    ::close(fd);
     if (::kill(static_cast<pid_t>(pid), SIGQUIT) != 0) {
         ::unlink(trigger.c_str());
         return Errno("cannot signal process " + std::to_string(pid));
@@ -131,6 +193,7 @@ std::string LoadAgent(long pid, const std::string &agentPath, const std::string 
     if (!IsSocket(socketPath)) {
         if (std::string e = StartAttachListener(pid, nspid, socketPath, timeoutMs); !e.empty()) return e;
     }
+    if (std::string e = CheckSocketOwner(pid, socketPath); !e.empty()) return e;
     const int sock = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (sock < 0) return Errno("cannot make a socket");
     sockaddr_un addr{};
@@ -144,6 +207,10 @@ std::string LoadAgent(long pid, const std::string &agentPath, const std::string 
         const std::string why = Errno("cannot connect to " + socketPath);
         ::close(sock);
         return why + (errno == ECONNREFUSED ? " (a stale socket of a JVM that is gone?)" : "");
+    }
+    if (std::string e = CheckPeer(sock, pid, socketPath); !e.empty()) {
+        ::close(sock);
+        return e;
     }
     // Protocol 1: "1", the command and three arguments, each NUL-terminated.
     std::string request;
