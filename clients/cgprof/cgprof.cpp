@@ -5,7 +5,9 @@
 // Written against mpi/ only: the same library runs on every runtime with a provider
 // and under martini-replay.
 //
-// Options (comma-separated): see kUsage (options.cpp) and docs/cgprof.md.
+// Options (comma-separated): see kUsage (options.cpp) and docs/cgprof.md. This file is
+// the exact modes' event path; the trees' types are in call_tree.h, the profile built
+// from them in build_profile.cpp, sample mode in sampled.cpp.
 //
 // Event path: one TLS lookup (cached per OS thread and runtime thread), a short scan
 // of the parent's children (a hash map for nodes with many), a push or pop on the
@@ -18,12 +20,11 @@
 #include <unistd.h>
 
 #include "martini/clients/control.h"
-#include "martini/clients/frames.h"
-#include "martini/clients/names.h"
 #include "martini/clients/output.h"
 #include "martini/clients/support.h"
 #include "martini/filters/rule_set.h"
 #include "martini/report/profile.h"
+#include "call_tree.h"
 #include "options.h"
 #include "sampled.h"
 
@@ -47,49 +48,18 @@ namespace report = martini::report;
 
 namespace {
 
+using cgprof::BeyondBudget;
+using cgprof::CallNode;
+using cgprof::Close;
+using cgprof::kNone;
+using cgprof::OpenCall;
 using cgprof::Options;
+using cgprof::SpanRecord;
+using cgprof::TreeCopy;
 
 // ---- Per-thread calling-context tree ---------------------------------------------
 
-constexpr std::uint32_t kNone = 0xffffffffu;
 constexpr std::uint32_t kScanLimit = 12;  // children scanned linearly before the hash map
-
-struct CallNode {
-    TId method = 0;
-    std::uint32_t parent = kNone;
-    std::uint32_t firstChild = kNone;
-    std::uint32_t nextSibling = kNone;
-    std::uint32_t childCount = 0;
-    std::uint32_t callLine = 0;  // the call site in the parent's method (`lines`), 0 when unknown
-    std::uint64_t calls = 0;
-    std::uint64_t wallNs = 0;  // inclusive
-    std::uint64_t cpuNs = 0;   // inclusive
-    std::uint64_t exceptionExits = 0;
-    std::uint64_t detachedWall = 0, detachedCpu = 0;  // callees kept beyond the node budget
-};
-
-// A call in progress. `node` is kNone for a call on a path beyond the node budget:
-// it is kept per method (ThreadTree::beyond), its callees' time in `childWall`.
-// Calls beyond the node budget, per method: exact calls and self time.
-struct BeyondBudget {
-    std::uint64_t calls = 0, selfWall = 0, selfCpu = 0;
-};
-
-struct OpenCall {
-    std::uint32_t node;
-    TId method;
-    BeyondBudget *beyond;  // when node is kNone
-    std::uint64_t wallStart;
-    std::uint64_t cpuStart;
-    std::uint64_t excludedAtEnter;
-    bool traced;  // entered within the trace budget: becomes a slice when it ends
-    std::uint64_t childWall = 0, childCpu = 0;
-};
-
-struct SpanRecord {
-    TId method;
-    std::uint64_t start, duration;
-};
 
 struct PairHash {
     std::size_t operator()(const std::pair<std::uint32_t, TId> &k) const noexcept {
@@ -165,19 +135,6 @@ struct ThreadTree {
 };
 
 class Profiler;
-
-// What a profile is built from: one thread's tree as it was at the end of the run or
-// at a sample point (Profiler::Take), its open calls then closed at its last event.
-struct TreeCopy {
-    TId threadId = 0;
-    std::vector<CallNode> nodes;
-    std::vector<OpenCall> stack;
-    std::unordered_map<TId, BeyondBudget> beyond;
-    std::vector<SpanRecord> spans;
-    std::uint64_t lastWall = 0, lastCpu = 0, excludedNs = 0;
-    std::uint64_t depthOverflows = 0, unmatchedLeaves = 0, unclosedByPause = 0, exceptionExits = 0;
-    std::uint64_t callsBeyondBudget = 0, callsNotTraced = 0;
-};
 
 // Marks the thread's tree busy for the duration of a handler, for the end of the run
 // (Profiler::Quiesce) and for a sample point copying it from another thread
@@ -406,48 +363,6 @@ private:
     // Builds the profile from the trees and writes it (`label` empty: the run's end).
     void Emit(std::vector<TreeCopy> &trees, const std::string &label);
 
-    template <class Tree>
-    void Close(Tree &t, std::uint64_t wall, std::uint64_t cpu) {
-        const OpenCall call = t.stack.back();
-        t.stack.pop_back();
-        const std::uint64_t excluded = t.excludedNs - call.excludedAtEnter;
-        const std::uint64_t elapsed = wall > call.wallStart ? wall - call.wallStart : 0;
-        const std::uint64_t charged = elapsed > excluded ? elapsed - excluded : 0;
-        const std::uint64_t cpuCharged = cpu > call.cpuStart ? cpu - call.cpuStart : 0;
-        if (call.node != kNone) {
-            CallNode &n = t.nodes[call.node];
-            n.wallNs += charged;
-            n.cpuNs += cpuCharged;
-        } else {
-            // Beyond the node budget: self time per method; the caller does not count
-            // it as its own.
-            BeyondBudget &b = *call.beyond;
-            b.selfWall += charged > call.childWall ? charged - call.childWall : 0;
-            b.selfCpu += cpuCharged > call.childCpu ? cpuCharged - call.childCpu : 0;
-            if (!t.stack.empty() && t.stack.back().node != kNone) {
-                CallNode &caller = t.nodes[t.stack.back().node];
-                caller.detachedWall += charged;
-                caller.detachedCpu += cpuCharged;
-            }
-        }
-        if (!t.stack.empty() && t.stack.back().node == kNone) {
-            t.stack.back().childWall += charged;
-            t.stack.back().childCpu += cpuCharged;
-        }
-        if (call.traced) t.spans.push_back({call.method, call.wallStart, charged});
-    }
-
-    // The frame under which calls beyond the node budget are kept.
-    std::uint32_t MarkerFrame(report::Profile &p) {
-        if (markerFrame_ == kNone) {
-            markerFrame_ = static_cast<std::uint32_t>(p.frames.size());
-            report::Frame f;
-            f.name = "(more call paths: nodes=" + std::to_string(o_.nodes) + " reached)";
-            p.frames.push_back(f);
-        }
-        return markerFrame_;
-    }
-
     // Stops the call-graph events and waits for handlers in flight on other threads
     // (runtimes may still run daemon threads while they shut down).
     void Quiesce() {
@@ -475,7 +390,6 @@ private:
     std::mutex snapshotMutex_;               // one sample point at a time
     std::atomic<bool> hold_{false};          // a sample point is copying the trees
     std::atomic<std::int64_t> spansLeft_{0};
-    std::uint32_t markerFrame_ = kNone;
 };
 
 void Profiler::Finish() {
@@ -507,89 +421,7 @@ void Profiler::Snapshot(const std::string &label) {
 
 void Profiler::Emit(std::vector<TreeCopy> &trees, const std::string &label) {
     std::lock_guard lock(mutex_);
-    markerFrame_ = kNone;
-    report::Profile p;
-    p.tool = "cgprof";
-    p.mode = o_.time ? "time" : "counts";
-    p.runtime = martini::clients::RuntimeName(mpi_, id_);
-    p.metrics.push_back({"calls", "count"});
-    if (o_.time) p.metrics.push_back({"wall", "nanoseconds"});
-    if (o_.cpu) p.metrics.push_back({"cpu", "nanoseconds"});
-    p.defaultMetric = o_.time ? 1 : 0;
-    const std::size_t m = p.metrics.size();
-
-    std::unordered_map<TId, std::uint32_t> frameOf;
-    auto frame = [&](TId method) {
-        auto [it, added] = frameOf.emplace(method, static_cast<std::uint32_t>(p.frames.size()));
-        if (added) {
-            p.frames.push_back(martini::clients::MethodFrame(mpi_, id_, method));
-        }
-        return it->second;
-    };
-
-    std::uint64_t depthOverflows = 0, unmatched = 0, unclosed = 0, exceptionExits = 0, stillOpen = 0;
-    std::uint64_t contexts = 0, beyondCalls = 0, notTraced = 0;
-    for (TreeCopy &t : trees) {
-        // Calls still running (threads the runtime did not end, or at a sample point):
-        // closed at the thread's last event, so what they did is kept.
-        stillOpen += t.stack.size();
-        while (!t.stack.empty()) Close(t, t.lastWall, t.lastCpu);
-        depthOverflows += t.depthOverflows;
-        unmatched += t.unmatchedLeaves;
-        unclosed += t.unclosedByPause;
-        exceptionExits += t.exceptionExits;
-        report::Tree tree;
-        tree.threadId = t.threadId;
-        if (auto it = threadNames_.find(t.threadId); it != threadNames_.end()) tree.threadName = it->second;
-        else tree.threadName = martini::clients::GetThreadName(mpi_, id_, t.threadId);
-        tree.Clear(m);
-        std::vector<std::uint32_t> to(t.nodes.size(), 0);
-        for (std::uint32_t i = 1; i < t.nodes.size(); ++i) {
-            const CallNode &n = t.nodes[i];
-            to[i] = tree.Add(to[n.parent], frame(n.method), m);
-            tree.nodes[to[i]].callLine = n.callLine;
-            // Exclusive = inclusive minus the children's inclusive (never negative).
-            std::uint64_t childWall = n.detachedWall, childCpu = n.detachedCpu;
-            for (std::uint32_t c = n.firstChild; c != kNone; c = t.nodes[c].nextSibling) {
-                childWall += t.nodes[c].wallNs;
-                childCpu += t.nodes[c].cpuNs;
-            }
-            auto &self = tree.nodes[to[i]].self;
-            self[0] = n.calls;
-            if (o_.time) self[1] = n.wallNs > childWall ? n.wallNs - childWall : 0;
-            if (o_.cpu) self[2] = n.cpuNs > childCpu ? n.cpuNs - childCpu : 0;
-        }
-        // Calls beyond the node budget, one leaf per method under one marker.
-        if (!t.beyond.empty()) {
-            const std::uint32_t marker = tree.Add(0, MarkerFrame(p), m);
-            std::vector<std::pair<TId, BeyondBudget>> rows(t.beyond.begin(), t.beyond.end());
-            std::sort(rows.begin(), rows.end(), [](const auto &a, const auto &b) { return a.first < b.first; });
-            for (const auto &[method, b] : rows) {
-                auto &self = tree.nodes[tree.Add(marker, frame(method), m)].self;
-                self[0] = b.calls;
-                if (o_.time) self[1] = b.selfWall;
-                if (o_.cpu) self[2] = b.selfCpu;
-            }
-        }
-        contexts += t.nodes.size() - 1;
-        beyondCalls += t.callsBeyondBudget;
-        notTraced += t.callsNotTraced;
-        if (tree.nodes.size() > 1) p.threads.push_back(std::move(tree));
-        for (const SpanRecord &s : t.spans) p.spans.push_back({t.threadId, frame(s.method), s.start, s.duration, "call"});
-    }
-    report::NameOverloads(p.frames);
-    p.NameThreads();
-    p.Merge();
-    p.counters = {{"calling_contexts", contexts},
-                  {"calls_beyond_node_budget", beyondCalls},
-                  {"depth_overflows", depthOverflows},
-                  {"leaves_without_enter", unmatched},
-                  {"calls_closed_after_pause", unclosed},
-                  {"calls_open_at_exit", stillOpen},
-                  {"exception_exits", exceptionExits},
-                  {"trace_slices", p.spans.size()},
-                  {report::kTraceCallsNotKept, notTraced}};
-
+    const report::Profile p = cgprof::BuildProfile(trees, o_, mpi_, id_, threadNames_);
     if (!label.empty()) {
         // A sample point: its own files, named after it; the run goes on.
         const martini::clients::OutputOptions out = martini::clients::SamplePointOutput("cgprof", o_.out, label);
