@@ -196,5 +196,18 @@ for tool in ([martini, "replay"], [os.path.join(BIN, "martini-replay")]):
     check(f"client: {name.strip()}: its filter and names", calls.get("com.example.shop.OrderService.placeOrder") == 120
           and all(m.startswith("com.example.shop.") for m in calls), calls)
 
+# The installed tree moved elsewhere (a tarball unpacked, a container layer): the .pc
+# files name their paths from where they are, so pkg-config and g++ still work.
+moved = os.path.join(work, "moved")
+shutil.copytree(staged(), moved, symlinks=True)
+moved_pc = os.path.join(moved, os.path.relpath(LIB, staged()), "pkgconfig")
+r = run(["pkg-config", "--cflags", "--libs"] + packages, dict(env, PKG_CONFIG_PATH=moved_pc))
+check("moved: pkg-config names the moved tree", r.returncode == 0 and moved in r.stdout and
+      staged() not in r.stdout and " -I" + prefix not in " " + r.stdout, r.stdout + r.stderr)
+lib = os.path.join(work, "libmoved_client.so")
+r = run(["g++", "-shared", "-fPIC", "-o", lib, os.path.join(source, "tests", "install", "installed_client.cpp")]
+        + r.stdout.split())
+check("moved: g++ builds a client with its flags", r.returncode == 0, r.stdout + r.stderr)
+
 shutil.rmtree(work, ignore_errors=True)
 check.finish()
