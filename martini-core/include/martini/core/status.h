@@ -5,9 +5,11 @@
 //   client NAME failed: CAUSE          (one per client that was not loaded)
 //   error: CAUSE                       (the client configuration could not be read)
 // and the bundled clients append "wrote PATH" or "failed PATH: CAUSE" per output file
-// (martini/clients/status.h, the same format). No line at all tells the launcher that
-// the provider never started. Each line is one write(2) on an O_APPEND descriptor, so
-// lines from several threads or processes never interleave. Header-only.
+// with this same function (martini/clients/status.h names it in martini::clients).
+// No line at all tells the launcher that the provider never started. Each line is one
+// write(2) on an O_APPEND descriptor, so lines from several threads or processes never
+// interleave. Header-only, with no dependencies (clients include it without linking
+// martini-core).
 #pragma once
 
 #include <fcntl.h>
