@@ -159,6 +159,15 @@ check("a JVM without Martini", "no Martini agent is listening in process " + pla
 java.kill()
 r = run([martini, "control", "999999999", "pause"], expect=1)
 check("an unknown process", "no process 999999999 is running" in r.stderr, r.stderr)
+# A failed `output DIR` leaves no DIR behind (nor the parents it made for it).
+made = os.path.join(work, "made-for-nothing")
+r = run([martini, "control", "999999999", "output", os.path.join(made, "deeper")], expect=1)
+check("a failed output command leaves no directory", not os.path.exists(made), r.stderr)
+java = subprocess.Popen(["java", "-cp", classes, "Workers", work + "/none2"], stdout=subprocess.PIPE, text=True)
+plain_pid = java.stdout.readline().split()[1]
+r = run([martini, "control", plain_pid, "output", made], expect=1)
+check("output to a JVM without Martini leaves no directory", not os.path.exists(made), r.stderr)
+java.kill()
 r = run([martini, "control", "12x", "pause"], expect=1)
 check("a bad process id", "'12x' is not a process id" in r.stderr, r.stderr)
 r = run([martini, "control", "1", "fly"], expect=1)

@@ -62,6 +62,18 @@ std::string PrepareOutputDirectory(const std::string &dir) {
     return "";
 }
 
+std::vector<fs::path> MissingDirectories(const std::string &dir) {
+    std::vector<fs::path> missing;
+    std::error_code ec;
+    for (fs::path p = fs::absolute(dir, ec).lexically_normal(); !p.empty() && p != p.root_path();
+         p = p.parent_path()) {
+        if (p.filename().empty()) continue;  // "a/b/": its last part is empty
+        if (fs::exists(fs::symlink_status(p, ec))) break;
+        missing.push_back(p);
+    }
+    return missing;
+}
+
 std::vector<std::string> NewFilesIn(const std::string &dir, fs::file_time_type since) {
     std::vector<std::string> files;
     std::error_code ec;

@@ -35,6 +35,9 @@ std::string Join(const std::vector<std::string> &items, const char *sep);
 
 // Creates `dir` and checks that a file can be created and removed in it; "" or why not.
 std::string PrepareOutputDirectory(const std::string &dir);
+// The directories PrepareOutputDirectory(dir) would make, deepest first (none when
+// `dir` exists).
+std::vector<std::filesystem::path> MissingDirectories(const std::string &dir);
 
 // The regular files in `dir` written since `since`, temporaries (*.tmp) left out, in
 // the directory's order.

@@ -65,6 +65,16 @@ int Control(int argc, char **argv) {
     if (pid == 0) return Fail("control: '" + pidText + "' is not a process id");
     auto usage = [&](const std::string &what) { return Fail("control: " + what + "\n" + kControlUsage); };
     std::vector<std::string> words{command};
+    // `output DIR`: the directories made for DIR go again when the command fails.
+    std::vector<fs::path> created;
+    struct Undo {
+        std::vector<fs::path> &dirs;
+        bool keep = false;
+        ~Undo() {
+            if (keep) return;
+            for (const fs::path &d : dirs) ::rmdir(d.c_str());  // deepest first; only if empty
+        }
+    } undo{created};
     const bool pauseResume = command == "pause" || command == "resume";
     if (!thread.empty() && !pauseResume) return usage("--thread goes with pause and resume");
     if (pauseResume || command == "start" || command == "stop" || command == "terminate" || command == "detach") {
@@ -75,6 +85,7 @@ int Control(int argc, char **argv) {
         words.push_back(args[0]);
     } else if (command == "output") {
         if (args.size() != 1) return usage("'output' takes one directory");
+        created = MissingDirectories(args[0]);
         if (std::string e = PrepareOutputDirectory(args[0]); !e.empty()) return Fail("control: " + e);
         words.push_back(fs::weakly_canonical(fs::absolute(args[0])).string());
     } else if (command == "custom") {
@@ -93,6 +104,7 @@ int Control(int argc, char **argv) {
         return Fail("control: process " + std::to_string(pid) + ": " + (last.size() > 7 ? last.substr(7) : last));
     }
     std::fprintf(stderr, "martini: process %ld: %s\n", pid, last.substr(3).c_str());
+    undo.keep = true;
     return 0;
 }
 
