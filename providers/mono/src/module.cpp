@@ -29,6 +29,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 
 namespace martini::mono {
@@ -97,6 +98,19 @@ void Load(const char *desc) {
     if (loaded.refusal != core::Run::Refusal::kNone) {
         core::LogLine(loaded.message + "; the program runs without Martini");
         return;
+    }
+    // As Mono's own log profiler: files go to the current directory unless told
+    // otherwise (a client's out=, the configuration's "output", `martini run --output`).
+    if (gRun->OutputDirectory().empty()) {
+        std::error_code ec;
+        const std::string cwd = std::filesystem::current_path(ec).string();
+        if (!ec) {
+            gRun->SetOutputDirectory(cwd);
+            if (core->HasObservers(EV_EC_SET_OUTPUT_DIRECTORY)) {
+                core::LogLine("no output directory given (--profile=martini:@FILE.json with \"output\", or a "
+                              "client's out=DIR): the clients write their files to " + cwd);
+            }
+        }
     }
     MonoProfilerHandle h = mono_profiler_create(reinterpret_cast<MonoProfiler *>(&gProfiler));
     Vm::Init(h, core);

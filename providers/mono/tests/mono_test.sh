@@ -67,6 +67,13 @@ code=$?
 if [ $code = 1 ] && grep -qE "^ +4 +4  Ending.Program.Deep" "$work/throw.txt"; then ok
 else fail "unhandled exception (status $code):"; cat "$work/throw.txt" "$work/err7"; fi
 
+# --- No output directory given: the files go to the current directory, and it is said ----
+mkdir -p "$work/cwd"
+(cd "$work/cwd" && mono -O=-aot --profile=martini:cgprof=include=Counts.*,top=0,formats=json "$exes/Counts.exe" \
+  >/dev/null 2>"$work/err-cwd")
+if [ -s "$work/cwd/cgprof.json" ] && grep -qF "the clients write their files to $work/cwd" "$work/err-cwd"; then ok
+else fail "no output directory: cgprof.json in the current directory, and said:"; cat "$work/err-cwd"; fi
+
 # --- bad configurations: one line naming the problem, the program runs on -----------------
 bad() {  # bad LABEL EXPECTED_MESSAGE CONFIG
   mono --profile="martini:$3" "$exes/Foo.exe" >"$work/bad.out" 2>"$work/bad.err"
