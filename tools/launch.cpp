@@ -57,7 +57,8 @@ struct RunFiles {
 };
 
 // The child, before exec: reads the command from the gate, as NUL-terminated strings
-// (path, then the arguments); nothing: martini gave up, do not start.
+// (the number of environment entries, the entries, the path, then the arguments);
+// nothing: martini gave up, do not start.
 [[noreturn]] void ExecWhenTold(int gate) {
     std::string payload;
     char buf[4096];
@@ -72,6 +73,10 @@ struct RunFiles {
     if (payload.empty()) ::_exit(127);
     std::vector<char *> cargs;
     for (std::size_t pos = 0; pos < payload.size(); pos = payload.find('\0', pos) + 1) cargs.push_back(&payload[pos]);
+    const std::size_t envCount = std::strtoul(cargs[0], nullptr, 10);
+    for (std::size_t i = 1; i <= envCount && i < cargs.size(); ++i) ::putenv(cargs[i]);
+    cargs.erase(cargs.begin(), cargs.begin() + static_cast<std::ptrdiff_t>(std::min(envCount + 1, cargs.size())));
+    if (cargs.empty()) ::_exit(127);
     cargs.push_back(nullptr);
     ::execv(cargs[0], cargs.data() + 1);
     std::fprintf(stderr, "martini run: cannot start '%s': %s\n", cargs[0], std::strerror(errno));
@@ -79,7 +84,9 @@ struct RunFiles {
 }
 
 void SendCommand(int gate, const Command &command) {
-    std::string payload = command.path + '\0';
+    std::string payload = std::to_string(command.env.size()) + '\0';
+    for (const auto &e : command.env) payload += e + '\0';
+    payload += command.path + '\0';
     for (const auto &a : command.args) payload += a + '\0';
     std::size_t done = 0;
     while (done < payload.size()) {
@@ -177,8 +184,11 @@ void ListOutputs(const std::string &outDir, fs::file_time_type started, const Ru
 
 // What of the profile asked for is missing, by the run status.
 std::vector<std::string> Missing(const RunStatus &st, const std::vector<core::ClientSpec> &specs,
-                                 const std::string &provider) {
-    if (!st.started) return {provider + " did not start (no client was loaded): the program ran without profiling"};
+                                 const LaunchPlan &plan) {
+    if (!st.started) {
+        if (!plan.notStarted.empty()) return {plan.notStarted};
+        return {plan.provider + " did not start (no client was loaded): the program ran without profiling"};
+    }
     std::vector<std::string> missing;
     for (std::string f : st.clientFailures) {
         // The agent knows the clients by resolved path; the user named them.
@@ -208,7 +218,7 @@ int Conclude(const LaunchPlan &plan, const std::vector<core::ClientSpec> &specs,
     if (code != 0) std::fprintf(stderr, "martini: the program exited with status %d\n", code);
 
     // Last: what of the profile asked for is missing.
-    std::vector<std::string> missing = Missing(st, specs, plan.provider);
+    std::vector<std::string> missing = Missing(st, specs, plan);
     if (plan.readsJvmErrorLog && code != 0) {
         // A JVM that crashed wrote its fatal error log in its working directory (ours).
         std::error_code ec;

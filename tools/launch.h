@@ -17,12 +17,14 @@ namespace martini::tools {
 struct Command {
     std::string path;
     std::vector<std::string> args;
+    std::vector<std::string> env;  // NAME=VALUE, set in the program's environment
 };
 
 // How one program is launched.
 struct LaunchPlan {
     std::string shownProgram;  // in "martini: running PROGRAM with CLIENTS"
     std::string provider;      // what loads the clients, for "PROVIDER did not start"
+    std::string notStarted;    // said instead when no provider started, if not empty
     bool readsJvmErrorLog = false;  // a failed exit may be a crash: name the client in hs_err
     // Builds the command for the output directory (absolute, %p and %t expanded); "" or
     // why the program cannot start. Runs in martini, after the status file is named in

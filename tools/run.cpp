@@ -3,6 +3,7 @@
 //   martini run [--client NAME[=OPTIONS]]... [--output DIR] -- java ARGS...
 //   martini run [--client NAME[=OPTIONS]]... [--output DIR] [--keep-aot] -- mono PROGRAM.exe ARGS...
 //   martini run [--client NAME[=OPTIONS]]... [--output DIR] -- lua SCRIPT ARGS...
+//   martini run [--client NAME[=OPTIONS]]... [--output DIR] -- COMMAND ARGS...   (ant, mvn, run.sh)
 //
 // The program's name picks its runtime's recipe (runtimes.h: how the agent, module or
 // host is found and the command built); launch.h starts it and sees it to its end.
@@ -32,15 +33,18 @@ namespace {
 const char kRunUsage[] =
     "usage: martini run [--client NAME[=OPTIONS]]... [--output DIR] -- java ARGS...\n"
     "       martini run [--client NAME[=OPTIONS]]... [--output DIR] [--keep-aot] -- mono PROGRAM.exe ARGS...\n"
-    "       martini run [--client NAME[=OPTIONS]]... [--output DIR] -- lua SCRIPT ARGS...";
+    "       martini run [--client NAME[=OPTIONS]]... [--output DIR] -- lua SCRIPT ARGS...\n"
+    "       martini run [--client NAME[=OPTIONS]]... [--output DIR] -- COMMAND ARGS...";
 
 const char kRunDescription[] =
     "Runs the program with the given profiler clients and says where their outputs\n"
     "went: java under the JVMTI agent, mono under the Mono profiler module (with --debug\n"
     "for line numbers, and -O=-aot when a client may want calls: AOT-compiled code raises\n"
     "no call events; --keep-aot keeps Mono's AOT images), a Lua 5.4 script under\n"
-    "martini-lua (the Lua host of the interpreter C ABI). Everything after the program's\n"
-    "name is the program's.";
+    "martini-lua (the Lua host of the interpreter C ABI). Any other command (ant, gradle,\n"
+    "mvn, a project's run.sh) runs as it is, and the JVMs and Mono runtimes it starts are\n"
+    "profiled through JAVA_TOOL_OPTIONS and MONO_ENV_OPTIONS, each writing to DIR/PID.\n"
+    "Everything after the program's name is the program's.";
 
 const char kRunFooter[] =
     "The agent is looked up in $MARTINI_JVMTI_AGENT, the Mono module in\n"
@@ -76,18 +80,6 @@ std::vector<std::string> BundledClients() {
         }
     }
     return {names.begin(), names.end()};
-}
-
-// What martini run starts, by the recipes: "java programs (java ARGS...), ... and Lua
-// scripts (lua SCRIPT ARGS...)".
-std::string WhatRunStarts() {
-    const auto runtimes = Runtimes();
-    std::string out;
-    for (std::size_t i = 0; i < runtimes.size(); ++i) {
-        if (i > 0) out += i + 1 == runtimes.size() ? " and " : ", ";
-        out += runtimes[i].starts;
-    }
-    return out;
 }
 
 // The command line: the clients parsed into request.specs, the runtime flags given, the
@@ -151,7 +143,6 @@ int Run(int argc, char **argv) {
     // program need not be installed.
     request.programPath = recipe != nullptr && recipe->replacesProgram ? name : FindProgram(name);
     if (request.programPath.empty()) return Fail("run: program not found: '" + name + "' (not an executable file, nor in $PATH)");
-    if (recipe == nullptr) return Fail("run: cannot profile '" + name + "': martini run starts " + WhatRunStarts());
 
     // Everything is checked before the program starts.
     if (std::string e = ResolveClients(request.specs); !e.empty()) return Fail("run: " + e);
@@ -167,6 +158,7 @@ int Run(int argc, char **argv) {
     LaunchPlan plan;
     plan.shownProgram = recipe->replacesProgram ? host : request.programPath;
     plan.provider = recipe->provider;
+    plan.notStarted = recipe->notStarted;
     plan.readsJvmErrorLog = recipe->readsJvmErrorLog;
     plan.prepare = [&](const std::string &outDir, Command &command) {
         return recipe->command(host, request, outDir, command);

@@ -5,7 +5,10 @@
 //         a client may want calls (AOT-compiled code raises no call events; --keep-aot
 //         keeps it);
 //   lua   a Lua 5.4 script under martini-lua, Lua with the interpreter C ABI built in,
-//         which replaces lua.
+//         which replaces lua;
+//   any other command (ant, gradle, mvn, a project's run.sh): the JVMs and Mono runtimes
+//         it starts take the agent from JAVA_TOOL_OPTIONS and the module from
+//         MONO_ENV_OPTIONS, each process writing to DIR/<its pid>.
 #include "runtimes.h"
 
 #include "martini/core/status.h"
@@ -32,6 +35,8 @@ namespace fs = std::filesystem;
 
 namespace martini::tools {
 namespace {
+
+std::string FindMonoModule(std::vector<std::string> &looked);
 
 // A library of Martini's: $`variable` when set (when `byName`, the runtime finds it by
 // its file name, which must then be `file`), else installed in <libdir>/martini (the
@@ -173,6 +178,42 @@ std::string LuaCommand(const std::string &host, const RunRequest &request, const
     return "";
 }
 
+// A variable of the program's environment with `more` added after what it held.
+std::string Appended(const char *variable, const std::string &more, const char *separator) {
+    const char *old = std::getenv(variable);
+    return std::string(variable) + "=" + (old != nullptr && *old != '\0' ? std::string(old) + separator + more : more);
+}
+
+// Any other command: its JVMs and Mono runtimes, each a process of its own, are given
+// the configuration through the variables they read at start-up; each writes to
+// DIR/<pid> (the clients expand %p in their own process).
+std::string LauncherCommand(const std::string &agent, const RunRequest &request, const std::string &outDir,
+                            Command &command) {
+    std::string configPath;
+    if (std::string e = WriteConfig(request, outDir + "/%p", "runtimes'", configPath); !e.empty()) return e;
+    command.path = request.programPath;
+    command.args = request.program;
+    command.env.push_back(Appended("JAVA_TOOL_OPTIONS", "-agentpath:" + agent + "=@" + configPath, " "));
+    std::vector<std::string> looked;
+    if (const std::string module = FindMonoModule(looked); !module.empty()) {
+        command.env.push_back(Appended("MONO_ENV_OPTIONS", "--debug --profile=martini:@" + configPath, " "));
+        command.env.push_back(Appended("LD_LIBRARY_PATH", fs::path(module).parent_path().string(), ":"));
+    }
+    return "";
+}
+
+const RuntimeRecipe kLauncher = {
+    .names = {},
+    .starts = "any other command that starts JVMs or Mono (ant, gradle, mvn, a run.sh: each\n"
+              "process writes to DIR/PID)",
+    .host = "the JVMTI agent libmartini-jvmti.so",
+    .provider = "no JVM or Mono runtime",
+    .notStarted = "no JVM or Mono runtime started under the command (they take Martini from JAVA_TOOL_OPTIONS and "
+                  "MONO_ENV_OPTIONS): the program ran without profiling",
+    .readsJvmErrorLog = false,
+    .find = FindJvmtiAgent,
+    .command = LauncherCommand};
+
 const RuntimeRecipe kRuntimes[] = {
     {.names = {"java"},
      .starts = "java programs (java ARGS...)",
@@ -214,7 +255,9 @@ const RuntimeRecipe *RecipeFor(const std::string &baseName) {
     for (const RuntimeRecipe &recipe : kRuntimes) {
         if (std::find(recipe.names.begin(), recipe.names.end(), baseName) != recipe.names.end()) return &recipe;
     }
-    return nullptr;
+    return &kLauncher;
 }
+
+const RuntimeRecipe &Launcher() { return kLauncher; }
 
 }  // namespace martini::tools

@@ -31,10 +31,11 @@ struct RuntimeFlag {
 };
 
 struct RuntimeRecipe {
-    std::vector<std::string> names{};  // the program's base names that select this recipe
+    std::vector<std::string> names{};  // the program's base names that select this recipe (none: any other)
     std::string starts{};              // "java programs (java ARGS...)", for a program no recipe has
     std::string host{};                // what `find` looks for, for "HOST was not found"
     std::string provider{};            // what loads the clients, for "PROVIDER did not start"
+    std::string notStarted{};          // said instead when no provider started, if not empty
     // The host runs in place of the program, which need not be installed (martini-lua
     // for lua); it is the program shown as running.
     bool replacesProgram = false;
@@ -53,10 +54,13 @@ struct RuntimeRecipe {
                            Command &command) = nullptr;
 };
 
-// Every runtime, in the order of `martini run`'s help.
+// Every runtime, in the order of `martini run`'s help; then the launcher, for any other
+// command.
 std::span<const RuntimeRecipe> Runtimes();
+const RuntimeRecipe &Launcher();
 
-// The recipe recognising a program by its base name; null when none does.
+// The recipe recognising a program by its base name; for any other program, the
+// launcher's (the JVMs and Mono runtimes it starts take Martini from the environment).
 const RuntimeRecipe *RecipeFor(const std::string &baseName);
 
 // The JVMTI agent libmartini-jvmti.so ($MARTINI_JVMTI_AGENT, the installation, the
