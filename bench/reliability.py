@@ -289,6 +289,109 @@ for n in (2000, 20000):
     else:
         record("load", f"{n} threads", "passed")
 
+# ---- 5. Mono and Lua: every way a program ends, under `martini run` ---------------------
+mono_dir = os.path.join(build, "providers", "mono")
+lua_host = os.path.join(build, "providers", "interp", "martini-lua")
+
+
+def calls_in(path, name):
+    """The calls of the frames called `name` in a cgprof JSON profile; None when unreadable."""
+    try:
+        p = json.load(open(path))
+    except (OSError, ValueError):
+        return None
+    frames = [f["name"] for f in p["frames"]]
+    k = [m["name"] for m in p["metrics"]].index("calls")
+    return sum(n[2 + k] for n in p["merged"]["nodes"][1:] if frames[n[1]] == name)
+
+
+def until_ready_then(args, sig, d):
+    p = subprocess.Popen(args, cwd=d, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True,
+                         preexec_fn=lambda: [signal.signal(s, signal.SIG_DFL) for s in (signal.SIGINT, signal.SIGHUP)])
+    deadline = time.time() + 60
+    line = ""
+    while time.time() < deadline and "ready" not in line:
+        line = p.stdout.readline()
+        if not line and p.poll() is not None:
+            break
+    p.send_signal(sig)
+    try:
+        out, err = p.communicate(timeout=60)
+        return subprocess.CompletedProcess(p.args, p.returncode, out, err)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+        return subprocess.CompletedProcess(p.args, None, out, err)
+
+
+def check_runtime_case(group, case, r, d, status, method, least):
+    """Exit status as without Martini; cgprof.json with at least `least` calls of `method`."""
+    if r.returncode is None:
+        record(group, case, "crashed", "hung (timeout)")
+        return
+    if r.returncode != status:
+        record(group, case, "crashed" if r.returncode > 128 and status < 128 else "lost",
+               f"exit status {r.returncode}, without Martini {status}")
+        return
+    n = calls_in(os.path.join(d, "out", "cgprof.json"), method)
+    if n is None or n < least:
+        said = "not produced" in r.stderr
+        record(group, case, "passed" if said and r.returncode != 0 else "lost",
+               f"{method}: {n} calls, at least {least} wanted" + (" (said)" if said else ""))
+    else:
+        record(group, case, "passed")
+
+
+if os.path.exists(os.path.join(mono_dir, "libmono-profiler-martini.so")) and shutil.which("mono"):
+    exe = lambda name: os.path.join(mono_dir, name + ".exe")  # noqa: E731
+    cases = [("normal", [exe("Counts")], 0, None, 1),
+             ("Environment.Exit(3)", [exe("Exit"), "exit"], 3, "Ending.Program.Deep", 4),
+             ("unhandled exception", [exe("Exit"), "throw"], 1, "Ending.Program.Deep", 4)]
+    for case, program, status, method, least in cases:
+        d = case_dir("mono-" + case)
+        r = run([martini, "run", "--client", "cgprof=formats=json,top=0", "--output", os.path.join(d, "out"),
+                 "--", "mono", *program], d)
+        if method is None:  # the normal end: the most called method of the program, whatever it is
+            p_ok = json_ok(os.path.join(d, "out", "cgprof.json"))
+            record("mono", case, "passed" if r.returncode == status and p_ok else "lost", f"exit {r.returncode}")
+        else:
+            check_runtime_case("mono", case, r, d, status, method, least)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        d = case_dir("mono-" + sig.name)
+        r = until_ready_then([martini, "run", "--client", "cgprof=formats=json,top=0", "--output",
+                              os.path.join(d, "out"), "--", "mono", exe("Spin")], sig, d)
+        check_runtime_case("mono", sig.name + " to martini run", r, d, 128 + sig, "Spinning.Program.Step", 1000)
+
+if os.path.exists(lua_host):
+    scripts = {
+        "normal": ("local function work(i) return i * 2 end\nfor i = 1, 100 do work(i) end\n", 0),
+        "error()": ("local function work(i) return i * 2 end\nfor i = 1, 100 do work(i) end\nerror('on purpose')\n", 1),
+        "os.exit(3) deep": ("local function work(i) return i * 2 end\nfor i = 1, 100 do work(i) end\n"
+                            "local function down(n) if n == 0 then os.exit(3) end return down(n - 1) + 0 end\n"
+                            "down(5)\n", 3),
+        "os.exit(0) deep": ("local function work(i) return i * 2 end\nfor i = 1, 100 do work(i) end\n"
+                            "local function down(n) if n == 0 then os.exit(0) end return down(n - 1) + 0 end\n"
+                            "down(5)\n", 0),
+    }
+    for case, (text, status) in scripts.items():
+        d = case_dir("lua-" + case)
+        path = os.path.join(d, "work.lua")
+        with open(path, "w") as f:
+            f.write(text)
+        r = run([martini, "run", "--client", "cgprof=formats=json,top=0", "--output", os.path.join(d, "out"),
+                 "--", "lua", path], d)
+        check_runtime_case("lua", case, r, d, status, "work.work", 100)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        d = case_dir("lua-" + sig.name)
+        path = os.path.join(d, "work.lua")
+        with open(path, "w") as f:
+            f.write("local function work(i) return i + 1 end\nfor i = 1, 1000 do work(i) end\n"
+                    "io.write('ready\\n') io.flush()\nlocal i = 0\nwhile true do i = work(i) end\n")
+        r = until_ready_then([martini, "run", "--client", "cgprof=formats=json,top=0", "--output",
+                              os.path.join(d, "out"), "--", "lua", path], sig, d)
+        check_runtime_case("lua", sig.name + " to martini run", r, d, 128 + sig, "work.work", 1000)
+
 # ---- Totals -------------------------------------------------------------------------------
 totals = {k: sum(1 for r in results if r[2] == k) for k in ("passed", "lost", "crashed")}
 print(f"\n{len(results)} cases tried: {totals['passed']} passed, {totals['lost']} lost, {totals['crashed']} crashed")
