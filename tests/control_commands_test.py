@@ -59,6 +59,20 @@ try:
     pid = first.split()[1] if first.startswith("ready ") else "0"
     check("the program started", pid != "0", first)
     phase(1)  # a(): counted on both threads
+    # Another local user (nobody, through setpriv) reaches none of it: pause, output,
+    # terminate and attach against this process are refused, and nothing happens.
+    if os.geteuid() == 0 and shutil.which("setpriv"):
+        nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
+        theirs = os.path.join(tempfile.gettempdir(), f"martini-nobody-{os.getpid()}")
+        for args in (["control", pid, "pause"], ["control", pid, "output", theirs], ["control", pid, "terminate"],
+                     ["attach", pid, "--duration", "1s"]):
+            r = run(nobody + [martini, *args], expect=1, timeout=60)
+            check(f"another user's {' '.join(args[::2][:2])}: refused", r.returncode == 1, r.stderr)
+        check("another user's output: no directory made", not os.path.exists(theirs))
+    # Nothing Martini made is writable by other users.
+    fifo = f"/tmp/martini-{pid}.ctl"
+    check("the control FIFO is the user's alone", os.path.exists(fifo) and (os.stat(fifo).st_mode & 0o077) == 0,
+          oct(os.stat(fifo).st_mode) if os.path.exists(fifo) else "missing")
     r = control("pause", "--thread", "worker-b")
     check("pause one thread by name", r.returncode == 0 and "pause-thread" in r.stderr, r.stderr)
     phase(2)  # b(): counted on worker-a only
@@ -201,6 +215,11 @@ try:
 finally:
     if proc.poll() is None:
         proc.kill()
+
+for dirpath, dirnames, filenames in os.walk(out):
+    for name in dirnames + filenames:
+        mode = os.lstat(os.path.join(dirpath, name)).st_mode
+        check(f"{name}: not writable by others", (mode & 0o002) == 0, oct(mode))
 
 shutil.rmtree(work, ignore_errors=True)
 check.finish()
