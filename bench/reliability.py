@@ -289,6 +289,43 @@ for n in (2000, 20000):
     else:
         record("load", f"{n} threads", "passed")
 
+# Attach and detach 20 times in a row to one JVM beside a CPU hog, then a client that
+# fails to load (its attach refused, the JVM untouched), then once more.
+attached = compile_java("attached", [os.path.join(root, "tests", "control", "Attached.java")])
+failing = os.path.join(build, "martini-core", "tests", "libfailing_client.so")
+d = case_dir("attach-20")
+stop = os.path.join(d, "stop")
+hog = subprocess.Popen(["sh", "-c", "while :; do :; done"])
+jvm = subprocess.Popen(["java", "-cp", attached, "Attached", stop], cwd=d, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True)
+try:
+    ready = jvm.stdout.readline()
+    problems = []
+    for i in range(20):
+        r = run([martini, "attach", str(jvm.pid), "--client", "cgprof=include=Attached.*,formats=json",
+                 "--duration", "300ms", "--output", os.path.join(d, f"out{i}")], d)
+        if r.returncode != 0 or not json_ok(os.path.join(d, f"out{i}", "cgprof.json")):
+            problems.append(f"attach {i + 1}: exit {r.returncode}: {r.stderr.strip()[-200:]}")
+    if os.path.exists(failing):
+        r = run([martini, "attach", str(jvm.pid), "--client", failing, "--duration", "300ms"], d)
+        if r.returncode != 1 or "refused" not in r.stderr:
+            problems.append(f"a client that fails to load: exit {r.returncode}: {r.stderr.strip()[-200:]}")
+        r = run([martini, "attach", str(jvm.pid), "--client", "cgprof=include=Attached.*,formats=json",
+                 "--duration", "300ms", "--output", os.path.join(d, "after")], d)
+        if r.returncode != 0:
+            problems.append(f"the attach after it: exit {r.returncode}")
+    open(stop, "w").close()
+    out, err = jvm.communicate(timeout=60)
+    if jvm.returncode != 3:
+        record("load", "attach and detach 20 times under load", "crashed" if jvm.returncode > 128 else "lost",
+               f"the JVM exited with {jvm.returncode}: {err[-300:]}")
+    else:
+        record("load", "attach and detach 20 times under load", "lost" if problems else "passed", "; ".join(problems))
+finally:
+    hog.kill()
+    if jvm.poll() is None:
+        jvm.kill()
+
 # ---- 5. Mono and Lua: every way a program ends, under `martini run` ---------------------
 mono_dir = os.path.join(build, "providers", "mono")
 lua_host = os.path.join(build, "providers", "interp", "martini-lua")
