@@ -6,6 +6,9 @@
 #   bash bench/mono_overhead.sh [BUILD_DIR] [REPETITIONS]      (defaults: build, 5)
 #   CONFIGS="plain counts" bash bench/mono_overhead.sh ...      (a subset; plain is always run)
 #   WORKLOADS="micro" bash bench/mono_overhead.sh ...           (default: nrefactory micro)
+#   OTHER_BUILD=DIR bash bench/mono_overhead.sh ...            (also every Martini configuration
+#                 with DIR's module and clients, as other:CONFIG, in the same interleaved
+#                 run: to compare two builds of Martini side by side)
 #
 # Workloads (every run with -O=-aot: AOT-compiled code raises no call events):
 #   nrefactory  ../shared/workloads/nrefactory/build.sh: mcs compiling four NRefactory
@@ -67,9 +70,30 @@ if [ -n "${CONFIGS:-}" ]; then
     esac
   done
 fi
+if [ -n "${OTHER_BUILD:-}" ]; then
+  OTHER_BUILD=$(cd "$OTHER_BUILD" && pwd)
+  for f in providers/mono/libmono-profiler-martini.so bench/clients/libcount_only.so bench/clients/libsample_only.so; do
+    [ -f "$OTHER_BUILD/$f" ] || { echo "OTHER_BUILD: build $OTHER_BUILD first ($f is missing)"; exit 1; }
+  done
+  for c in "${configs[@]}"; do
+    case $c in none-wanted|counts|cgprof-time|samples|cgprof-sample) configs+=("other:$c") ;; esac
+  done
+fi
 read -r -a workloads <<<"${WORKLOADS:-nrefactory micro}"
+# The library path a configuration's mono runs with: the other build's module first for
+# other:CONFIG (Mono finds --profile=martini by name).
+libs_for() {
+  if [ "${1#other:}" != "$1" ]; then echo "$OTHER_BUILD/providers/mono:$floor_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  else echo "$LD_LIBRARY_PATH"; fi
+}
 args_for() {
-  case $1 in
+  local count=$count samples=$samples config=$1
+  if [ "${config#other:}" != "$config" ]; then
+    count=$OTHER_BUILD/bench/clients/libcount_only.so
+    samples=$OTHER_BUILD/bench/clients/libsample_only.so
+    config=${config#other:}
+  fi
+  case $config in
     plain) echo "-O=-aot" ;;
     no-inline) echo "-O=-aot,-inline" ;;
     mono-floor) echo "-O=-aot --profile=floor" ;;
@@ -92,10 +116,11 @@ for workload in "${workloads[@]}"; do
       start=$(date +%s.%N)
       # shellcheck disable=SC2046
       if [ "$workload" = nrefactory ]; then
-        rm -rf "$work/out"; sh "$nrefactory/build.sh" "$work/out" $(args_for "$c") >/dev/null 2>"$work/err" ||
-          { cat "$work/err"; exit 1; }
+        rm -rf "$work/out"; LD_LIBRARY_PATH=$(libs_for "$c") sh "$nrefactory/build.sh" "$work/out" $(args_for "$c") \
+          >/dev/null 2>"$work/err" || { cat "$work/err"; exit 1; }
       else
-        mono $(args_for "$c") "$work/CallHeavy.exe" >/dev/null 2>"$work/err" || { cat "$work/err"; exit 1; }
+        LD_LIBRARY_PATH=$(libs_for "$c") mono $(args_for "$c") "$work/CallHeavy.exe" >/dev/null 2>"$work/err" ||
+          { cat "$work/err"; exit 1; }
       fi
       end=$(date +%s.%N)
       times[$workload/$c]+="$(echo "$end - $start" | bc) "
@@ -105,11 +130,11 @@ for workload in "${workloads[@]}"; do
 done
 
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
-printf '%-11s %-12s %10s %8s   (median of %d interleaved runs, all with -O=-aot)\n' workload config seconds ratio "$reps"
+printf '%-11s %-18s %10s %8s   (median of %d interleaved runs, all with -O=-aot)\n' workload config seconds ratio "$reps"
 for workload in "${workloads[@]}"; do
   base=$(median <<<"${times[$workload/plain]}")
   for c in "${configs[@]}"; do
     m=$(median <<<"${times[$workload/$c]}")
-    printf '%-11s %-12s %10.2f %7.2fx\n' "$workload" "$c" "$m" "$(echo "$m / $base" | bc -l)"
+    printf '%-11s %-18s %10.2f %7.2fx\n' "$workload" "$c" "$m" "$(echo "$m / $base" | bc -l)"
   done
 done
