@@ -144,9 +144,9 @@ void OnSignal(int, siginfo_t *info, void *ucontext) {
         if (RawSample *s = Claim()) {
             s->tid = static_cast<pid_t>(syscall(SYS_gettid));
             s->threadId = tContext != nullptr ? tContext->id : 0;
-            s->weight = info != nullptr && info->si_code == SI_TIMER && info->si_overrun > 0
-                            ? 1 + static_cast<std::uint32_t>(std::min(info->si_overrun, 1000))
-                            : 1;
+            s->missed = info != nullptr && info->si_code == SI_TIMER && info->si_overrun > 0
+                            ? static_cast<std::uint32_t>(std::min(info->si_overrun, 1000000))
+                            : 0;
             s->timeNs = NowNs();
 #if defined(__x86_64__)
             s->pc = static_cast<std::uintptr_t>(static_cast<ucontext_t *>(ucontext)->uc_mcontext.gregs[REG_RIP]);
@@ -174,7 +174,7 @@ void OnSignal(int, siginfo_t *info, void *ucontext) {
 }
 
 // A perf task-clock event on thread `tid` that sends it SIGPROF every `periodNs` of its
-// CPU time, when MARTINI_SAMPLING_CLOCK=perf asks for it; else, or when the kernel
+// CPU time, unless MARTINI_SAMPLING_CLOCK=timer asks for the timers; when the kernel
 // refuses (perf_event_paranoid, a seccomp filter, no perf events), -1: the caller uses
 // a POSIX CPU timer. The event counts kernel time too where the kernel lets it (as the
 // timer does), else user time only.

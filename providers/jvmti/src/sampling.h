@@ -2,10 +2,12 @@
 // async-profiler samples: a signal (SIGPROF) interrupts a thread wherever it is,
 // safepoint or not, and the handler walks its Java stack there.
 //
-//   CPU mode   a POSIX timer per thread on its own CPU clock (timer_create with the
-//              thread's CPU clock and SIGEV_THREAD_ID), so a thread is sampled per
-//              1/hz seconds of CPU it uses; a timer that fired late says by how many
-//              periods (si_overrun) and the sample counts that many times.
+//   CPU mode   a perf task-clock event per thread (perf_event_open: a signal at each
+//              1/hz seconds of CPU the thread uses, at any rate); where the kernel
+//              refuses perf events, or MARTINI_SAMPLING_CLOCK=timer asks for it, a
+//              POSIX timer on the thread's CPU clock (timer_create, SIGEV_THREAD_ID),
+//              which fires at the kernel's tick: the periods it misses (si_overrun)
+//              are counted and said, never raised as samples.
 //   wall mode  the sampler thread signals every runtime thread (tgkill) each 1/hz
 //              seconds, sleeping, waiting and blocked ones too.
 //
@@ -94,12 +96,12 @@ public:
 
     // VMDeath: one line with what was sampled and what could not be.
     static void PrintSummary();
+    static void WarnOfMissedPeriods();
 
 private:
-    // CPU mode counts a thread's CPU time with a POSIX CPU timer (checked at the
-    // kernel's tick: above its rate one signal stands for several periods), or with a
-    // perf task-clock event (MARTINI_SAMPLING_CLOCK=perf: a signal per period at any
-    // rate, and the cost of as many walks).
+    // CPU mode counts a thread's CPU time with a perf task-clock event (a signal per
+    // period at any rate, and the cost of as many walks), or with a POSIX CPU timer
+    // (checked at the kernel's tick: above its rate periods are missed).
     struct SampledThread {
         int perfFd = -1;  // the task-clock event; its overflows signal the thread
         timer_t timer{};

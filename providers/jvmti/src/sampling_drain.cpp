@@ -169,13 +169,13 @@ void Sampling::Drain(JNIEnv *jni) {
             StackOf(s, s.frames[0].lineno == kUnknownFrameLine ? MethodAt(s.pc) : nullptr, stack);
         } else {
             const int cause = -n;
-            gFailed[cause < kCauseCount ? cause : kCauseCount].fetch_add(s.weight, std::memory_order_relaxed);
+            gFailed[cause < kCauseCount ? cause : kCauseCount].fetch_add(1, std::memory_order_relaxed);
         }
-        const std::uint32_t weight = s.weight;
+        gMissed.fetch_add(s.missed, std::memory_order_relaxed);
         const std::uint64_t time = s.timeNs;
         StateOf(s).store(kFree, std::memory_order_release);
         if (threadId == 0) {
-            gNoId.fetch_add(weight, std::memory_order_relaxed);
+            gNoId.fetch_add(1, std::memory_order_relaxed);
             continue;
         }
         SSampleHitEventData d;
@@ -186,8 +186,10 @@ void Sampling::Drain(JNIEnv *jni) {
             d.stackTrace.uiSize = d.stackTrace.uiActualSize = static_cast<unsigned>(stack.size());
             d.validData |= DR_VM_CALL_STACK;
         }
-        for (std::uint32_t w = 0; w < weight; ++w) core.Raise<ISampleHitEventObserver>(d);
-        gRaised.fetch_add(weight, std::memory_order_relaxed);
+        // One stack, one sample: periods a timer missed are counted (gMissed), never
+        // raised again as if they had been sampled.
+        core.Raise<ISampleHitEventObserver>(d);
+        gRaised.fetch_add(1, std::memory_order_relaxed);
     }
     if (!notJava.empty()) {
         std::lock_guard lock(threadsMutex_);
@@ -215,13 +217,15 @@ void Sampling::PrintSummary() {
     std::string line = "sampling: " + std::to_string(gRaised.load()) + " samples raised at " +
                        std::to_string(hz_.load()) + (wall_.load() ? " Hz of wall-clock time" : " Hz of CPU time");
     if (!wall_.load()) {
-        // In CPU mode, the clock and the signals: a timer's signal that came late
-        // stands for the periods it missed (its sample is raised that many times).
+        // In CPU mode, the clock and the signals; the periods a timer missed are counted,
+        // not raised.
         const int refused = gPerfRefused.load();
-        line += !PerfChosen()  ? " (POSIX CPU timers"
+        line += !PerfChosen()  ? " (POSIX CPU timers, MARTINI_SAMPLING_CLOCK=timer"
                 : refused == 0 ? " (perf task-clock"
                                : std::string(" (POSIX CPU timers: perf_event_open refused, ") + std::strerror(refused);
-        line += ", " + std::to_string(gTaken.load()) + " signals)";
+        line += ", " + std::to_string(gTaken.load()) + " signals";
+        if (const auto missed = gMissed.load(); missed != 0) line += ", " + std::to_string(missed) + " periods missed";
+        line += ")";
     }
     if (failedAll != 0) line += "; " + std::to_string(failedAll) + " could not be walked (" + failed + ")";
     if (const auto retried = gWalkedFromCaller.load(); retried != 0) {
@@ -244,6 +248,27 @@ void Sampling::PrintSummary() {
                   static_cast<double>(gJmethodIdNs.load()) / 1e6);
     line += cost;
     core::LogLine(line);
+    WarnOfMissedPeriods();
+}
+
+// The rate asked for was not met: the timers fire at the kernel's tick, so a period
+// shorter than the tick is missed (an overrun), and the samples stand for less time
+// than the thread used. Said when more than 5% of the periods were missed.
+void Sampling::WarnOfMissedPeriods() {
+    const std::uint64_t missed = gMissed.load(), taken = gTaken.load();
+    if (wall_.load() || missed == 0 || missed * 20 < taken + missed) return;
+    const unsigned hz = hz_.load();
+    const auto got = static_cast<unsigned>(static_cast<double>(hz) * static_cast<double>(taken) /
+                                           static_cast<double>(taken + missed));
+    const int refused = gPerfRefused.load();
+    const std::string why = !PerfChosen() ? "MARTINI_SAMPLING_CLOCK=timer chose the POSIX CPU timers"
+                            : refused != 0 ? std::string("perf events were refused (") + std::strerror(refused) +
+                                                 "), and the POSIX CPU timers took their place"
+                                           : "the POSIX CPU timers were used";
+    core::LogF("sampling: warning: asked for %u Hz of CPU time, got about %u Hz: %s, which fire at the kernel's "
+               "tick; %llu periods were missed and are not counted as samples (times from samples are that much "
+               "low). A lower rate (sample=%u) or perf events (perf_event_paranoid) give true rates",
+               hz, got, why.c_str(), static_cast<unsigned long long>(missed), got);
 }
 
 }  // namespace martini::jvm

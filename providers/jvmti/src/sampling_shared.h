@@ -61,7 +61,7 @@ enum SlotState : std::uint32_t { kFree = 0, kFilling = 1, kReady = 2 };
 struct RawSample {
     jint numFrames = 0;
     pid_t tid = 0;
-    std::uint32_t weight = 1;  // periods this sample stands for (timer overruns + 1)
+    std::uint32_t missed = 0;  // timer periods that passed without a signal (overruns): counted, never raised
     TId threadId = 0;          // the thread's Martini id when it has a context; 0 otherwise
     std::uintptr_t pc = 0;     // where the thread was interrupted
     std::uint64_t timeNs = 0;
@@ -95,10 +95,14 @@ inline RawSample *Claim() {
 }
 
 inline std::atomic<int> gPerfRefused{0};  // errno of the first refusal: no further attempts
+inline std::atomic<std::uint64_t> gMissed{0};  // timer periods that passed without a signal
+// CPU mode's clock: a perf task-clock event per thread, unless MARTINI_SAMPLING_CLOCK=timer
+// asks for the POSIX CPU timers (which the agent also falls back to when the kernel
+// refuses perf events).
 inline bool PerfChosen() {
     static const bool chosen = [] {
         const char *clock = std::getenv("MARTINI_SAMPLING_CLOCK");
-        return clock != nullptr && std::strcmp(clock, "perf") == 0;
+        return clock == nullptr || (std::strcmp(clock, "timer") != 0 && std::strcmp(clock, "timers") != 0);
     }();
     return chosen;
 }

@@ -44,6 +44,14 @@ split_ok() {  # split_ok NAME LABEL: spinA about 1.2e9 ns, spinB 0.4e9, 3:1
     fail "$2: spinA ${a} ns, spinB ${b} ns (expected about 1.2e9 and 0.4e9, 3:1)"; tail -12 "$work/$1.err"; fi
 }
 split_ok cpu "CPU split"
+# The timers: the split, unless they missed periods (a busy machine: a thread that runs
+# in slices shorter than the kernel's tick is often not running when the tick checks
+# its timer), which the agent then says in a warning, as it must.
+timer_split_ok() {  # timer_split_ok NAME LABEL
+  if grep -q "sampling: warning: asked for" "$work/$1.err"; then
+    ok; echo "note: $2: the timers missed periods here: $(grep -o 'got about [0-9]* Hz' "$work/$1.err")"
+  else split_ok "$1" "$2"; fi
+}
 sleep=$(within cpu SamplingWorkload.sleeper)
 [ "$sleep" -lt 50000000 ] && ok || fail "CPU mode sampled the sleeping thread: ${sleep} ns"
 grep -q "cgprof: sampled at 500 Hz of CPU time: [0-9]* samples, [0-9]* could not be walked" "$work/cpu.err" && ok ||
@@ -57,31 +65,51 @@ import gzip, sys
 data = gzip.open(sys.argv[1]).read()
 sys.exit(0 if all(s in data for s in (b"samples", b"count", b"cpu", b"nanoseconds", b"spinA")) else 1)
 EOF
-# The CPU clock: POSIX CPU timers (the default) are checked at the kernel's tick (250
-# Hz here), so at 500 Hz one signal stands for about two periods and its stack is
-# raised that often; a perf task-clock (MARTINI_SAMPLING_CLOCK=perf) signals the thread
-# at each period, so every sample is a stack of its own. Both keep the split.
-grep -q "Hz of CPU time (POSIX CPU timers, [0-9]* signals)" "$work/cpu.err" && ok ||
-  fail "the timers' sampling line: $(grep sampling: "$work/cpu.err")"
-MARTINI_SAMPLING_CLOCK=perf run cpu-perf sample=500,formats=json+collapsed split
-ran cpu-perf split
-split_ok cpu-perf "CPU split with the perf task-clock"
-line=$(grep -o "sampling: [0-9]* samples raised at 500 Hz of CPU time ([^)]*)" "$work/cpu-perf.err")
+# The CPU clock: a perf task-clock by default, a signal at each period, so every sample
+# is a stack of its own; MARTINI_SAMPLING_CLOCK=timer takes the POSIX CPU timers, which
+# fire at the kernel's tick (250 Hz here): at 200 Hz they keep up and the split holds.
+line=$(grep -o "sampling: [0-9]* samples raised at 500 Hz of CPU time ([^)]*)" "$work/cpu.err")
 raised=$(sed -n 's/.*sampling: \([0-9]*\) samples.*/\1/p' <<<"$line") signals=$(sed -n 's/.*, \([0-9]*\) signals).*/\1/p' <<<"$line")
 case $line in
   *"perf task-clock"*)
     [ -n "$signals" ] && [ "$signals" -ge $((raised * 9 / 10)) ] && ok ||
       fail "perf task-clock: ${signals:-no} signals for $raised samples (one each expected): $line" ;;
   *"perf_event_open refused"*) echo "note: perf events refused here, the timers were used: $line" ;;
-  *) fail "MARTINI_SAMPLING_CLOCK=perf: the sampling line names no clock: $(grep sampling: "$work/cpu-perf.err")" ;;
+  *) fail "the default clock: the sampling line names no perf task-clock: $(grep sampling: "$work/cpu.err")" ;;
 esac
+MARTINI_SAMPLING_CLOCK=timer run cpu-timer sample=200,formats=json+collapsed split
+ran cpu-timer split
+timer_split_ok cpu-timer "CPU split with the POSIX CPU timers"
+grep -q "Hz of CPU time (POSIX CPU timers, MARTINI_SAMPLING_CLOCK=timer, [0-9]* signals" "$work/cpu-timer.err" && ok ||
+  fail "the timers' sampling line: $(grep sampling: "$work/cpu-timer.err")"
 # A kernel that refuses perf events (tests/no_perf_shim.cpp): the timers instead, the
 # line says why, and the split holds.
-LD_PRELOAD=$noperf MARTINI_SAMPLING_CLOCK=perf run cpu-noperf sample=500,formats=json+collapsed split
+LD_PRELOAD=$noperf run cpu-noperf sample=200,formats=json+collapsed split
 ran cpu-noperf split
-split_ok cpu-noperf "CPU split with perf events refused"
-grep -q "Hz of CPU time (POSIX CPU timers: perf_event_open refused, Permission denied, [0-9]* signals)" \
+timer_split_ok cpu-noperf "CPU split with perf events refused"
+grep -q "Hz of CPU time (POSIX CPU timers: perf_event_open refused, Permission denied, [0-9]* signals" \
   "$work/cpu-noperf.err" && ok || fail "perf events refused: $(grep sampling: "$work/cpu-noperf.err")"
+
+# True rates at 1 kHz: with perf events a busy thread gives at least 900 stacks per
+# second of its CPU (spinA uses 1200 ms: at least 1080 samples, 1e6 ns each); with the
+# timers the rate cannot be met, the periods missed are not raised as samples (spinA
+# well under its 1200 ms), and a warning says so.
+run cpu-1k sample=1000,formats=json+collapsed split
+ran cpu-1k split
+a=$(self cpu-1k SamplingWorkload.spinA)
+if grep -q "perf task-clock" "$work/cpu-1k.err"; then
+  awk -v a="$a" 'BEGIN { exit !(a >= 1.08e9) }' && ok ||
+    fail "1 kHz with perf events: spinA has $((a / 1000000)) stacks for 1200 ms of CPU (at least 1080 wanted)"
+else
+  echo "note: perf events refused here: $(grep sampling: "$work/cpu-1k.err")"
+fi
+MARTINI_SAMPLING_CLOCK=timer run cpu-1k-timer sample=1000,formats=json+collapsed split
+ran cpu-1k-timer split
+a=$(self cpu-1k-timer SamplingWorkload.spinA)
+awk -v a="$a" 'BEGIN { exit !(a < 0.9e9) }' && ok ||
+  fail "1 kHz with timers: spinA has ${a} ns: the missed periods were raised as samples"
+grep -q "sampling: warning: asked for 1000 Hz of CPU time, got about [0-9]* Hz: MARTINI_SAMPLING_CLOCK=timer" \
+  "$work/cpu-1k-timer.err" && ok || fail "1 kHz with timers: no warning: $(grep sampling: "$work/cpu-1k-timer.err")"
 
 # Sampling only: no class rewritten, no retransformation.
 [ -z "$(ls -A "$work/cpu/dump")" ] && ok || fail "a sampling-only run rewrote classes: $(ls "$work/cpu/dump" | head -3)"
@@ -165,8 +193,10 @@ done
 # raised while sampling stops at VMDeath too): the thread's timer or perf event takes
 # the new rate, and the JVM ends (no deadlock with the stop). One thread spins for 1500
 # ms of CPU; the rates are the client's samples over their timestamps' span.
+# The timers raise to 200 Hz (under the kernel's 250 Hz tick), perf events to 400 Hz.
 for clock in timer perf; do
-  MARTINI_SAMPLING_CLOCK=$clock timeout -k 5 120 "$java" -agentpath:"$agent=$rateclient=$work/rate-$clock.txt,50,400" \
+  if [ $clock = timer ]; then high=200 factor=2.5; else high=400 factor=4; fi
+  MARTINI_SAMPLING_CLOCK=$clock timeout -k 5 120 "$java" -agentpath:"$agent=$rateclient=$work/rate-$clock.txt,50,$high" \
     -cp "$work/classes" SamplingWorkload inlined >"$work/rate-$clock.out" 2>"$work/rate-$clock.err"
   rc=$?
   if [ $rc = 0 ] && grep -q "^done inlined$" "$work/rate-$clock.out" && grep -q "^raise 0$" "$work/rate-$clock.txt"; then
@@ -178,8 +208,8 @@ for clock in timer perf; do
   # phase SAMPLES SPAN_NS, before the raise and after
   read -r r0 r1 < <(awk '$1 == "phase" { r[n++] = $3 > 0 ? ($2 - 1) * 1e9 / $3 : 0 } END { print r[0] + 0, r[1] + 0 }' \
     "$work/rate-$clock.txt" 2>/dev/null)
-  awk -v a="${r0:-0}" -v b="${r1:-0}" 'BEGIN { exit !(a > 10 && a < 80 && b > 4 * a) }' && ok ||
-    fail "rate raised ($clock): ${r0:-?} samples/s at 50 Hz, then ${r1:-?} samples/s at 400+ Hz (4 times as many expected)"
+  awk -v a="${r0:-0}" -v b="${r1:-0}" -v f="$factor" 'BEGIN { exit !(a > 10 && a < 80 && b > f * a) }' && ok ||
+    fail "rate raised ($clock): ${r0:-?} samples/s at 50 Hz, then ${r1:-?} samples/s at $high+ Hz ($factor times as many expected)"
 done
 
 # 6. Bad options: one line naming the problem, and the program runs on.
