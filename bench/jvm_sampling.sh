@@ -18,8 +18,8 @@
 #   sample-100   cgprof=sample=100 (CPU time, every thread; the JSON and HTML report written)
 #   sample-1k    cgprof=sample=1000
 #   wall-100     cgprof=sample=100,wall
-#   sample-100-perf, sample-1k-perf  the same with a perf task-clock per thread instead
-#                of the POSIX CPU timers (MARTINI_SAMPLING_CLOCK=perf)
+#   sample-100-timer, sample-1k-timer  the same with the POSIX CPU timers per thread instead
+#                of the perf task-clock (MARTINI_SAMPLING_CLOCK=timer)
 #   sample-1     cgprof=sample=1: everything sampling switches on, next to no samples
 #   sample-1-events, sample-100-events  the same with CompiledMethodLoad events for the
 #                debug information (MARTINI_SAMPLING_DEBUG_INFO=events, the fallback)
@@ -63,7 +63,7 @@ javac_cmd() { java "$@" -m jdk.compiler/com.sun.tools.javac.Main -nowarn -XDigno
   --patch-module java.base="$work/java.base" -d "$work/out" @"$work/sources.txt"; }
 
 configs=(plain sample-100 sample-1k wall-100 jfr-profile)
-all=" plain-again sample-100 sample-1k wall-100 jfr-profile sample-100-nofiles debug-info sample-100-perf sample-1k-perf sample-1 sample-1-events sample-100-events "
+all=" plain-again sample-100 sample-1k wall-100 jfr-profile sample-100-nofiles debug-info sample-100-timer sample-1k-timer sample-1 sample-1-events sample-100-events "
 if [ -n "${CONFIGS:-}" ]; then  # a subset: CONFIGS="sample-100 jfr-profile" (plain is always run)
   read -r -a chosen <<<"$CONFIGS"
   configs=(plain)
@@ -75,8 +75,8 @@ if [ -n "${CONFIGS:-}" ]; then  # a subset: CONFIGS="sample-100 jfr-profile" (pl
     esac
   done
 fi
-args_for() {  # -perf and -events change the environment only (below)
-  local base=${1%-perf}
+args_for() {  # -timer and -events change the environment only (below)
+  local base=${1%-timer}
   base=${base%-events}
   case $base in
     plain | plain-again) ;;
@@ -101,8 +101,8 @@ for ((r = 1; r <= reps; r++)); do
     c=${configs[$(((r + k) % n))]}
     rm -rf "$work/out" "$work/cg" "$work/profile.jfr"
     # shellcheck disable=SC2046
-    clock=timer
-    [ "${c%-perf}" != "$c" ] && clock=perf
+    clock=perf
+    [ "${c%-timer}" != "$c" ] && clock=timer
     debug=flag
     [ "${c%-events}" != "$c" ] && debug=events
     { time MARTINI_SAMPLING_CLOCK=$clock MARTINI_SAMPLING_DEBUG_INFO=$debug javac_cmd $(args_for "$c") >/dev/null 2>"$work/err"; } 2>"$work/time" ||
