@@ -394,6 +394,22 @@ if os.path.exists(os.path.join(mono_dir, "libmono-profiler-martini.so")) and shu
             record("mono", case, "passed" if r.returncode == status and p_ok else "lost", f"exit {r.returncode}")
         else:
             check_runtime_case("mono", case, r, d, status, method, least)
+    # 2,000 short threads: every thread's calls, the profile complete, the peak memory said.
+    d = case_dir("mono-threads")
+    threads_exe = os.path.join(d, "ManyThreads.exe")
+    subprocess.run(["mcs", "-nologo", "-optimize+", "-out:" + threads_exe,
+                    os.path.join(root, "bench", "mono", "ManyThreads.cs")], check=True, capture_output=True)
+    r = run(["/usr/bin/time", "-f", "maxrss %M", martini, "run", "--client", "callcount=include=ManyThreads,out=calls.txt",
+             "--client", "cgprof=include=ManyThreads.*,formats=json,top=0", "--output", os.path.join(d, "out"), "--",
+             "mono", threads_exe, "2000"], d)
+    calls = callcount_table(os.path.join(d, "calls.txt")) or {}
+    work_calls = sum(v for k, v in calls.items() if k.startswith("ManyThreads.Work"))
+    rss = re.findall(r"maxrss (\d+)", r.stderr)
+    if r.returncode != 0 or work_calls != 2000 or not json_ok(os.path.join(d, "out", "cgprof.json")):
+        record("mono", "2000 threads", "lost", f"exit {r.returncode}, Work {work_calls} calls")
+    else:
+        record("mono", "2000 threads", "passed")
+        print(f"         mono 2000 threads: peak {int(rss[-1]) // 1024 if rss else '?'} MB with callcount and cgprof")
     for sig in (signal.SIGTERM, signal.SIGINT):
         d = case_dir("mono-" + sig.name)
         r = until_ready_then([martini, "run", "--client", "cgprof=formats=json,top=0", "--output",
