@@ -1,7 +1,9 @@
 // A full disk for one test: LD_PRELOAD this library and write(2) to files whose path
 // contains $ENOSPC_SHIM_MATCH fails with ENOSPC once $ENOSPC_SHIM_BYTES bytes (over all
 // such files of the process) were written; a write that crosses the limit is short, as
-// on a real file system. Other files, stderr included, are untouched. Under ASan, run
+// on a real file system. A file opened as /proc/self/fd/N (how the clients' writers
+// that take a path get their temporary) counts by the name it has. Other files, stderr
+// included, are untouched. Under ASan, run
 // with ASAN_OPTIONS=verify_asan_link_order=0.
 // Both open and open64 are defined here: the large-file renaming would merge them.
 #undef _FILE_OFFSET_BITS
@@ -35,10 +37,25 @@ long long Budget() {
     return b;
 }
 
+// Whether writes to `path` fill the disk: it contains $ENOSPC_SHIM_MATCH, or it is
+// /proc/self/fd/N of a file whose name does.
+bool Matches(const char *path) {
+    const char *match = std::getenv("ENOSPC_SHIM_MATCH");
+    if (match == nullptr || *match == '\0' || path == nullptr) return false;
+    if (std::strncmp(path, "/proc/self/fd/", 14) == 0) {
+        char target[4096];
+        const ssize_t n = readlink(path, target, sizeof target - 1);
+        if (n > 0) {
+            target[n] = '\0';
+            return std::strstr(target, match) != nullptr;
+        }
+    }
+    return std::strstr(path, match) != nullptr;
+}
+
 void Track(int fd, const char *path) {
     if (fd < 0 || fd >= kMaxFd) return;
-    const char *match = std::getenv("ENOSPC_SHIM_MATCH");
-    gFull[fd] = match != nullptr && *match != '\0' && path != nullptr && std::strstr(path, match) != nullptr;
+    gFull[fd] = Matches(path);
 }
 
 template <class F>
@@ -115,9 +132,8 @@ static ssize_t CookieWrite(void *cookie, const char *buf, size_t n) {
 static int CookieClose(void *cookie) { return close(static_cast<int>(reinterpret_cast<intptr_t>(cookie))); }
 
 static FILE *OpenFile(const char *path, const char *mode, const char *realName) {
-    const char *match = std::getenv("ENOSPC_SHIM_MATCH");
     const bool writing = mode != nullptr && (mode[0] == 'w' || mode[0] == 'a') && std::strchr(mode, '+') == nullptr;
-    if (!writing || match == nullptr || *match == '\0' || path == nullptr || std::strstr(path, match) == nullptr) {
+    if (!writing || !Matches(path)) {
         auto real = Next<FILE *(*)(const char *, const char *)>(realName);
         return real(path, mode);
     }

@@ -146,6 +146,63 @@ check("an output that is a FIFO is written into and stays a FIFO",
       stat.S_ISFIFO(os.stat(fifo).st_mode) and "calls" in received.get("text", "")
       and not glob.glob(fifo + ".*.tmp"), f"{r.stderr}\nreceived: {received}")
 
+# -- planted symbolic links in a shared output directory are never written through ------
+# Another user who can write to the output directory plants a link at every temporary
+# name a client could use (NAME.<pid>.tmp for the next pids) and at the final names, all
+# pointing to a file of root's: the client must leave that file alone and write its
+# outputs as regular files (before: the victim was truncated and overwritten).
+shared = os.path.join(work, "shared")
+os.makedirs(shared)
+os.chmod(shared, 0o777)
+victim = os.path.join(work, "victim.txt")
+open(victim, "w").write("precious\n")
+finals = ["cgprof.json", "cgprof.pb.gz"]
+last_pid = int(open("/proc/sys/kernel/ns_last_pid").read())
+for name in finals:
+    os.symlink(victim, os.path.join(shared, name))
+    for pid in range(last_pid + 1, last_pid + 400):
+        os.symlink(victim, os.path.join(shared, f"{name}.{pid}.tmp"))
+r = run([replay, "--client", "cgprof=top=0,formats=json+pprof", "--output", shared, trace])
+check("planted links: the file they point to is untouched", open(victim, "rb").read() == b"precious\n",
+      repr(open(victim, "rb").read()[:100]) + r.stderr)
+check("planted links: the outputs are regular files in their place",
+      all(stat.S_ISREG(os.lstat(os.path.join(shared, n)).st_mode) for n in finals)
+      and json.load(open(os.path.join(shared, "cgprof.json")))["format"] == "martini-profile", r.stderr)
+check("planted links: no temporary of the client's left",
+      all(os.path.islink(os.path.join(shared, f)) for f in files_in(shared) if f.endswith(".tmp")), files_in(shared))
+if os.geteuid() == 0:
+    # A link of another user's to something that is not a regular file (a device here)
+    # is replaced too, never written through.
+    other = os.path.join(shared, "calls.txt")
+    os.symlink("/dev/null", other)
+    os.lchown(other, 65534, 65534)
+    r = run([replay, "--client", f"callcount=out={other}", trace])
+    check("a link of another user's to a device at the output name is replaced by the output",
+          stat.S_ISREG(os.lstat(other).st_mode) and "calls" in open(other).read(), r.stderr)
+# One's own link to a FIFO is written through, as the FIFO itself would be (a link of
+# root's alike: callcount=out=/dev/stdout).
+own_fifo = os.path.join(work, "own.fifo")
+os.mkfifo(own_fifo)
+own_link = os.path.join(work, "own-link.txt")
+os.symlink(own_fifo, own_link)
+got = {}
+
+
+def read_own_fifo():
+    with open(own_fifo) as f:
+        got["text"] = f.read()
+
+
+reader = threading.Thread(target=read_own_fifo, daemon=True)
+reader.start()
+r = run([replay, "--client", f"callcount=out={own_link}", trace], timeout=60)
+reader.join(timeout=10)
+check("one's own link to a FIFO is written through and stays a link",
+      os.path.islink(own_link) and "calls" in got.get("text", ""), f"{r.stderr}\nreceived: {got}")
+r = run([replay, "--client", "callcount=out=/dev/stdout", trace])
+check("callcount out=/dev/stdout: the table on stdout", "calls" in r.stdout and os.path.islink("/dev/stdout"),
+      r.stdout + r.stderr)
+
 # -- %p and %t in clients' output names ------------------------------------------------
 p = subprocess.Popen([replay, "--client", f"callcount=out={work}/calls-%p-%t.txt", trace], env=env,
                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
