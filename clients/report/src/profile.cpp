@@ -140,23 +140,30 @@ void Profile::NameThreads() {
     }
 }
 
+namespace {
+
+// Adds `tree` to `merged` by call path (`to`: scratch).
+void MergeInto(Tree &merged, const Tree &tree, std::size_t m, std::vector<std::uint32_t> &to) {
+    // Map each node to its merged node; parents come first, so one pass.
+    to.assign(tree.nodes.size(), 0);
+    for (std::uint32_t i = 0; i < tree.nodes.size(); ++i) {
+        const Node &n = tree.nodes[i];
+        const std::uint32_t target = n.parent == kNoParent ? 0 : merged.ChildOf(to[n.parent], n.frame, m);
+        to[i] = target;
+        if (merged.nodes[target].callLine == 0) merged.nodes[target].callLine = n.callLine;
+        for (std::size_t k = 0; k < m && k < n.self.size(); ++k) merged.nodes[target].self[k] += n.self[k];
+    }
+}
+
+}  // namespace
+
 void Profile::Merge() {
     const std::size_t m = metrics.size();
     merged = Tree{};
     merged.threadName = "all threads";
     merged.Clear(m);
-    // Map each thread's node to its merged node; parents come first, so one pass.
     std::vector<std::uint32_t> to;
-    for (const Tree &tree : threads) {
-        to.assign(tree.nodes.size(), 0);
-        for (std::uint32_t i = 0; i < tree.nodes.size(); ++i) {
-            const Node &n = tree.nodes[i];
-            const std::uint32_t target = n.parent == kNoParent ? 0 : merged.ChildOf(to[n.parent], n.frame, m);
-            to[i] = target;
-            if (merged.nodes[target].callLine == 0) merged.nodes[target].callLine = n.callLine;
-            for (std::size_t k = 0; k < m && k < n.self.size(); ++k) merged.nodes[target].self[k] += n.self[k];
-        }
-    }
+    for (const Tree &tree : threads) MergeInto(merged, tree, m, to);
 }
 
 std::vector<std::vector<std::uint64_t>> Totals(const Tree &tree, std::size_t metrics) {
@@ -174,8 +181,10 @@ std::vector<std::vector<std::uint64_t>> Totals(const Tree &tree, std::size_t met
     return totals;
 }
 
-std::vector<TableRow> TopFrames(const Profile &profile, std::size_t metric) {
-    const Tree &tree = profile.merged;
+namespace {
+
+// TopFrames over `tree`: the profile's merged tree, or the merge of some of its threads.
+std::vector<TableRow> RankFrames(const Profile &profile, const Tree &tree, std::size_t metric) {
     const std::size_t m = profile.metrics.size();
     const int callsIndex = profile.MetricIndex("calls");
     const auto totals = Totals(tree, m);
@@ -219,6 +228,12 @@ std::vector<TableRow> TopFrames(const Profile &profile, std::size_t metric) {
         return a.calls > b.calls;
     });
     return out;
+}
+
+}  // namespace
+
+std::vector<TableRow> TopFrames(const Profile &profile, std::size_t metric) {
+    return RankFrames(profile, profile.merged, metric);
 }
 
 namespace {
@@ -267,9 +282,35 @@ std::size_t RankingMetric(const Profile &profile) {
     return profile.defaultMetric < profile.metrics.size() ? profile.defaultMetric : 0;
 }
 
-}  // namespace
+// "12 threads", or with `threads` "3 of 12 threads: those that used CPU".
+std::string ThreadsShown(const Profile &profile, const TableThreads *threads) {
+    const std::size_t all = profile.threads.size();
+    std::string text = std::to_string(all) + (all == 1 ? " thread" : " threads");
+    if (threads == nullptr) return text;
+    std::size_t shown = 0;
+    for (const Tree &t : profile.threads) {
+        shown += std::count(threads->ids.begin(), threads->ids.end(), t.threadId) != 0 ? 1 : 0;
+    }
+    return std::to_string(shown) + " of " + text + (threads->what.empty() ? "" : ": " + threads->what);
+}
 
-void WriteTopTable(const Profile &profile, std::ostream &out, std::size_t topN, int rankBy) {
+// Each column as wide as its widest cell, two spaces apart; the first left-aligned.
+void WriteAligned(const std::vector<std::vector<std::string>> &table, std::ostream &out) {
+    std::vector<std::size_t> widths(table[0].size(), 0);
+    for (const auto &cells : table) {
+        for (std::size_t c = 0; c < cells.size(); ++c) widths[c] = std::max(widths[c], cells[c].size());
+    }
+    for (const auto &cells : table) {
+        std::string line = cells[0] + std::string(widths[0] - cells[0].size(), ' ');
+        for (std::size_t c = 1; c < cells.size(); ++c) line += std::string(2 + widths[c] - cells[c].size(), ' ') + cells[c];
+        out << line << "\n";
+    }
+}
+
+// The table over `merged`: the profile's merged tree (`threads` null), or the merge of
+// the threads `threads` names.
+void WriteTable(const Profile &profile, const Tree &merged, std::ostream &out, std::size_t topN, int rankBy,
+                const TableThreads *threads) {
     if (profile.metrics.empty()) {
         out << "(empty profile)\n";
         return;
@@ -278,18 +319,19 @@ void WriteTopTable(const Profile &profile, std::ostream &out, std::size_t topN, 
     const Metric &rank = profile.metrics[metric];
     const int callsIndex = profile.MetricIndex("calls");
     const bool hasCalls = callsIndex >= 0;
-    const auto rows = TopFrames(profile, metric);
-    const auto totals = Totals(profile.merged, profile.metrics.size());
+    const auto rows = RankFrames(profile, merged, metric);
+    const auto totals = Totals(merged, profile.metrics.size());
     const std::uint64_t whole = totals.empty() ? 0 : totals[0][metric];
     const QuantityUnit unit = UnitFor(rank, whole);
     const bool showValues = !(hasCalls && std::size_t(callsIndex) == metric);  // calls are their own column
     const std::size_t shown = std::min(topN, rows.size());
 
     out << profile.tool << ": top " << shown << " of " << rows.size() << " methods by self " << rank.name << " ("
-        << profile.threads.size() << " thread" << (profile.threads.size() == 1 ? "" : "s") << "; " << rank.name
-        << " in all: " << InUnit(whole, unit) << (unit.name == rank.name ? "" : " " + unit.name) << ")\n";
+        << ThreadsShown(profile, threads) << "; " << rank.name << " in all: " << InUnit(whole, unit)
+        << (unit.name == rank.name ? "" : " " + unit.name) << ")\n";
+    if (threads != nullptr && !threads->note.empty()) out << "  " << threads->note << "\n";
 
-    // Cells first, then each column as wide as its widest cell, two spaces apart.
+    // Cells first, then the columns aligned.
     std::vector<std::vector<std::string>> table;
     std::vector<std::string> header{"method"};
     if (hasCalls) header.push_back("calls");
@@ -306,18 +348,30 @@ void WriteTopTable(const Profile &profile, std::ostream &out, std::size_t topN, 
         if (showValues) cells.insert(cells.end(), {InUnit(r.self, unit), InUnit(r.total, unit)});
         table.push_back(std::move(cells));
     }
-    std::vector<std::size_t> widths(table[0].size(), 0);
-    for (const auto &cells : table) {
-        for (std::size_t c = 0; c < cells.size(); ++c) widths[c] = std::max(widths[c], cells[c].size());
-    }
-    for (const auto &cells : table) {
-        std::string line = cells[0] + std::string(widths[0] - cells[0].size(), ' ');
-        for (std::size_t c = 1; c < cells.size(); ++c) line += std::string(2 + widths[c] - cells[c].size(), ' ') + cells[c];
-        out << line << "\n";
-    }
+    WriteAligned(table, out);
     for (const auto &[name, value] : profile.counters) {
         if (value != 0) out << "  " << name << ": " << value << "\n";
     }
+}
+
+}  // namespace
+
+void WriteTopTable(const Profile &profile, std::ostream &out, std::size_t topN, int rankBy) {
+    WriteTable(profile, profile.merged, out, topN, rankBy, nullptr);
+}
+
+void WriteTopTable(const Profile &profile, std::ostream &out, std::size_t topN, int rankBy,
+                   const TableThreads &threads) {
+    Tree merged;
+    merged.threadName = "all threads";
+    merged.Clear(profile.metrics.size());
+    std::vector<std::uint32_t> to;
+    for (const Tree &tree : profile.threads) {
+        if (std::count(threads.ids.begin(), threads.ids.end(), tree.threadId) != 0) {
+            MergeInto(merged, tree, profile.metrics.size(), to);
+        }
+    }
+    WriteTable(profile, merged, out, topN, rankBy, &threads);
 }
 
 namespace {

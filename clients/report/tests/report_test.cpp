@@ -159,6 +159,43 @@ TEST(TopTable, ThreadprofBlockedTime) {
     ExpectAligned(byCount.str(), {"method", "self %", "total %", "self contentions", "total contentions"});
 }
 
+// Two threads: "busy" in a.A.work (300 ms), "idle" in a.A.idle (1 s).
+report::Profile BusyAndIdle() {
+    report::Profile p;
+    p.tool = "cgprof";
+    p.metrics = {{"calls", "count"}, {"wall", "nanoseconds"}};
+    p.defaultMetric = 1;
+    p.frames = {MethodFrame("a.A", "work"), MethodFrame("a.A", "idle")};
+    NewThread(p, 1, "busy");
+    p.threads[0].nodes[AddPath(p, p.threads[0], {0})].self = {1, 300'000'000};
+    NewThread(p, 2, "idle");
+    p.threads[1].nodes[AddPath(p, p.threads[1], {1})].self = {1, 1'000'000'000};
+    p.Merge();
+    return p;
+}
+
+TEST(TopTable, OverSomeThreadsSaysWhichAndLeavesTheOthersOut) {
+    const report::Profile p = BusyAndIdle();
+    std::ostringstream all;
+    report::WriteTopTable(p, all, 10);
+    EXPECT_NE(all.str().find("top 2 of 2 methods by self wall (2 threads; wall in all: 1300.0 ms)"), std::string::npos)
+        << all.str();
+
+    report::TableThreads busy{{1}, "those that used CPU", "left out: 1 thread that mostly waited (idle)"};
+    std::ostringstream some;
+    report::WriteTopTable(p, some, 10, -1, busy);
+    const auto lines = Lines(some.str());
+    ASSERT_GE(lines.size(), 4u) << some.str();
+    EXPECT_EQ(lines[0], "cgprof: top 1 of 1 methods by self wall (1 of 2 threads: those that used CPU; wall in all: 300.0 ms)");
+    EXPECT_EQ(lines[1], "  left out: 1 thread that mostly waited (idle)");
+    EXPECT_EQ(lines[2].rfind("method", 0), 0u) << some.str();
+    EXPECT_EQ(lines[3].rfind("a.A.work ", 0), 0u) << some.str();
+    EXPECT_NE(lines[3].find("100.0%"), std::string::npos) << some.str();
+    EXPECT_EQ(some.str().find("a.A.idle"), std::string::npos) << some.str();
+    // The profile itself is left as it was.
+    EXPECT_EQ(p.merged.nodes.size(), 3u);
+}
+
 // ---- Collapsed stacks under recursion -------------------------------------------
 
 report::Profile CountsProfile(std::size_t frames) {

@@ -140,6 +140,20 @@ std::vector<TableRow> TopFrames(const Profile &profile, std::size_t metric);
 // it is -1 by wall time if measured, else the default metric.
 void WriteTopTable(const Profile &profile, std::ostream &out, std::size_t topN, int metric = -1);
 
+// The threads a table is over when it is not over all of them (cgprof's exact time
+// mode leaves out the threads that mostly waited): their ids, what they are for the
+// header ("those that used CPU": "(3 of 12 threads: those that used CPU; ...)"), and
+// a line printed under the header about the others (where to see them).
+struct TableThreads {
+    std::vector<std::uint64_t> ids;
+    std::string what;
+    std::string note;
+};
+// The table over those threads only: their trees merged, rows, percentages and the
+// total of theirs alone.
+void WriteTopTable(const Profile &profile, std::ostream &out, std::size_t topN, int metric,
+                   const TableThreads &threads);
+
 // ---- Formats (docs/formats.md) --------------------------------------------------
 
 // `withSpans` false leaves "spans" empty (the HTML report shows trees, not slices).
