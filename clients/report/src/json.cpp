@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <istream>
+#include <limits>
 #include <ostream>
 
 namespace martini::report {
@@ -52,7 +53,13 @@ void TreeJson(detail::TextOut &out, const Tree &tree, const std::string &name) {
     out << '}';
 }
 
-// Reader helpers: each failure names the field.
+}  // namespace
+
+// ---- reading ---------------------------------------------------------------------------
+// Every problem of the input is thrown as Bad with a message naming the field, caught
+// in ReadJson: nothing in a file, however broken, ends the program.
+namespace {
+
 struct Bad {
     std::string message;
 };
@@ -73,11 +80,91 @@ std::string String(const json &obj, const char *name, const std::string &where, 
     return it->get<std::string>();
 }
 
-std::uint64_t Unsigned(const json &v, const std::string &where) {
-    if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<std::int64_t>() >= 0)) {
-        throw Bad{where + ": expected a non-negative integer"};
+// A value for a message: numbers and short strings as written, else what it is (never
+// the whole of an array or object, which may be large or deeply nested).
+std::string Shown(const json &v) {
+    if (v.is_array()) return "an array";
+    if (v.is_object()) return "an object";
+    if (v.is_string() && v.get_ref<const std::string &>().size() > 40) return "a long string";
+    return v.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+// A non-negative integer up to `max`; a float (1e30, 1.5), a negative number or
+// anything else is named.
+std::uint64_t Unsigned(const json &v, const std::string &where,
+                       std::uint64_t max = std::numeric_limits<std::uint64_t>::max()) {
+    std::uint64_t value = 0;
+    if (v.is_number_unsigned()) {
+        value = v.get<std::uint64_t>();
+    } else if (v.is_number_integer() && v.get<std::int64_t>() >= 0) {
+        value = static_cast<std::uint64_t>(v.get<std::int64_t>());
+    } else {
+        throw Bad{where + ": expected a non-negative integer, not " + Shown(v)};
     }
-    return v.get<std::uint64_t>();
+    if (value > max) throw Bad{where + ": " + std::to_string(value) + " is out of range (at most " + std::to_string(max) + ")"};
+    return value;
+}
+
+const json &Array(const json &v, const std::string &where) {
+    if (!v.is_array()) throw Bad{where + ": expected an array"};
+    return v;
+}
+
+// The nlohmann_json message without its "[json.exception.parse_error.101] " prefix.
+std::string Plain(const json::exception &e) {
+    const std::string what = e.what();
+    const std::size_t end = what.find("] ");
+    return what.rfind("[json.exception.", 0) == 0 && end != std::string::npos ? what.substr(end + 2) : what;
+}
+
+// Parses the whole stream; "" or the problem.
+std::string Parse(std::istream &in, json &j) {
+    try {
+        j = json::parse(in);
+    } catch (const json::parse_error &e) {
+        return "not JSON: " + Plain(e);
+    } catch (const json::out_of_range &e) {
+        // 406: a number beyond a double's range ("1e400"), valid JSON nonetheless.
+        const std::string what = Plain(e);
+        const std::string prefix = "number overflow parsing '";
+        if (what.rfind(prefix, 0) == 0 && what.size() > prefix.size() + 1) {
+            return "a number too large to read: " + what.substr(prefix.size(), what.size() - prefix.size() - 1);
+        }
+        return "cannot read the JSON: " + what;
+    } catch (const json::exception &e) {
+        return "cannot read the JSON: " + Plain(e);
+    }
+    return "";
+}
+
+Node ReadNode(const json &row, std::size_t i, const std::string &at, std::size_t metrics, std::size_t frames) {
+    if (!row.is_array() || row.size() != 2 + metrics) {
+        throw Bad{at + ": expected [parent, frame, " + std::to_string(metrics) + " metric values]"};
+    }
+    Node n;
+    if (i == 0) {
+        if (row[0] != -1 || row[1] != -1) throw Bad{at + ": the root must be [-1, -1, ...]"};
+    } else {
+        const std::uint64_t parent = Unsigned(row[0], at + " parent");
+        const std::uint64_t frame = Unsigned(row[1], at + " frame");
+        if (parent >= i) throw Bad{at + ": parent " + std::to_string(parent) + " is not an earlier node"};
+        if (frame >= frames) throw Bad{at + ": frame " + std::to_string(frame) + " is not in \"frames\""};
+        n.parent = static_cast<std::uint32_t>(parent);
+        n.frame = static_cast<std::uint32_t>(frame);
+    }
+    n.self.reserve(metrics);
+    for (std::size_t k = 0; k < metrics; ++k) n.self.push_back(Unsigned(row[2 + k], at + " value " + std::to_string(k)));
+    return n;
+}
+
+void ReadCallLines(const json &lines, const std::string &where, Tree &tree) {
+    if (!lines.is_array() || lines.size() != tree.nodes.size()) {
+        throw Bad{where + ".callLines: expected one line per node (" + std::to_string(tree.nodes.size()) + ")"};
+    }
+    for (std::size_t i = 0; i < tree.nodes.size(); ++i) {
+        tree.nodes[i].callLine = static_cast<std::uint32_t>(
+            Unsigned(lines[i], where + ".callLines[" + std::to_string(i) + "]", 0xffffffffu));
+    }
 }
 
 Tree ReadTree(const json &j, const std::string &where, std::size_t metrics, std::size_t frames) {
@@ -87,39 +174,113 @@ Tree ReadTree(const json &j, const std::string &where, std::size_t metrics, std:
     tree.threadName = String(j, "name", where, false);
     const json &nodes = Field(j, "nodes", where);
     if (!nodes.is_array() || nodes.empty()) throw Bad{where + ".nodes: expected a non-empty array (the root first)"};
+    if (nodes.size() > std::numeric_limits<std::uint32_t>::max()) throw Bad{where + ".nodes: too many nodes"};
     tree.nodes.reserve(nodes.size());
     for (std::size_t i = 0; i < nodes.size(); ++i) {
-        const std::string at = where + ".nodes[" + std::to_string(i) + "]";
-        const json &row = nodes[i];
-        if (!row.is_array() || row.size() != 2 + metrics) {
-            throw Bad{at + ": expected [parent, frame, " + std::to_string(metrics) + " metric values]"};
-        }
-        Node n;
-        if (i == 0) {
-            if (row[0] != -1 || row[1] != -1) throw Bad{at + ": the root must be [-1, -1, ...]"};
-        } else {
-            const std::uint64_t parent = Unsigned(row[0], at + " parent");
-            const std::uint64_t frame = Unsigned(row[1], at + " frame");
-            if (parent >= i) throw Bad{at + ": parent " + std::to_string(parent) + " is not an earlier node"};
-            if (frame >= frames) throw Bad{at + ": frame " + std::to_string(frame) + " is not in \"frames\""};
-            n.parent = static_cast<std::uint32_t>(parent);
-            n.frame = static_cast<std::uint32_t>(frame);
-        }
-        for (std::size_t k = 0; k < metrics; ++k) n.self.push_back(Unsigned(row[2 + k], at + " value " + std::to_string(k)));
-        tree.nodes.push_back(std::move(n));
+        tree.nodes.push_back(ReadNode(nodes[i], i, where + ".nodes[" + std::to_string(i) + "]", metrics, frames));
         if (i > 0) tree.nodes[tree.nodes.back().parent].children.push_back(static_cast<std::uint32_t>(i));
     }
-    if (auto it = j.find("callLines"); it != j.end()) {
-        if (!it->is_array() || it->size() != tree.nodes.size()) {
-            throw Bad{where + ".callLines: expected one line per node (" + std::to_string(tree.nodes.size()) + ")"};
-        }
-        for (std::size_t i = 0; i < tree.nodes.size(); ++i) {
-            const std::uint64_t line = Unsigned((*it)[i], where + ".callLines[" + std::to_string(i) + "]");
-            if (line > 0xffffffffu) throw Bad{where + ".callLines[" + std::to_string(i) + "]: not a line number"};
-            tree.nodes[i].callLine = static_cast<std::uint32_t>(line);
-        }
-    }
+    if (auto it = j.find("callLines"); it != j.end()) ReadCallLines(*it, where, tree);
     return tree;
+}
+
+// format, version, tool, runtime, mode, periodNs.
+void ReadHeader(const json &j, Profile &p) {
+    if (!j.is_object()) throw Bad{"expected a JSON object"};
+    if (String(j, "format", "profile") != kFormatName) throw Bad{"\"format\" is not \"martini-profile\""};
+    const json &version = Field(j, "version", "profile");
+    if (version != kFormatVersion) {
+        throw Bad{"profile format version " + Shown(version) + " (this Martini reads version " +
+                  std::to_string(kFormatVersion) + ")"};
+    }
+    p.tool = String(j, "tool", "profile");
+    p.runtime = String(j, "runtime", "profile", false);
+    p.mode = String(j, "mode", "profile", false);
+    if (auto it = j.find("periodNs"); it != j.end()) p.periodNs = Unsigned(*it, "periodNs");
+}
+
+// metrics and defaultMetric.
+void ReadMetrics(const json &j, Profile &p) {
+    const json &metrics = Field(j, "metrics", "profile");
+    if (!metrics.is_array() || metrics.empty()) throw Bad{"metrics: expected a non-empty array"};
+    for (std::size_t i = 0; i < metrics.size(); ++i) {
+        const std::string at = "metrics[" + std::to_string(i) + "]";
+        if (!metrics[i].is_object()) throw Bad{at + ": expected an object"};
+        p.metrics.push_back({String(metrics[i], "name", at), String(metrics[i], "unit", at)});
+    }
+    const std::string def = String(j, "defaultMetric", "profile", false);
+    const int defIndex = def.empty() ? 0 : p.MetricIndex(def);
+    if (defIndex < 0) throw Bad{"defaultMetric \"" + def + "\" is not in \"metrics\""};
+    p.defaultMetric = static_cast<std::size_t>(defIndex);
+}
+
+void ReadFrames(const json &j, Profile &p) {
+    const json &frames = Array(Field(j, "frames", "profile"), "frames");
+    for (std::size_t i = 0; i < frames.size(); ++i) {
+        const std::string at = "frames[" + std::to_string(i) + "]";
+        const json &f = frames[i];
+        if (!f.is_object()) throw Bad{at + ": expected an object"};
+        Frame frame;
+        frame.name = String(f, "name", at);
+        frame.className = String(f, "class", at, false);
+        frame.method = String(f, "method", at, false);
+        frame.signature = String(f, "signature", at, false);
+        frame.file = String(f, "file", at, false);
+        if (auto it = f.find("line"); it != f.end()) {
+            frame.line = static_cast<int>(Unsigned(*it, at + ".line", std::numeric_limits<int>::max()));
+        }
+        p.frames.push_back(std::move(frame));
+    }
+}
+
+// threads, and merged (made from the threads when absent).
+void ReadTrees(const json &j, Profile &p) {
+    const json &threads = Array(Field(j, "threads", "profile"), "threads");
+    for (std::size_t i = 0; i < threads.size(); ++i) {
+        p.threads.push_back(ReadTree(threads[i], "threads[" + std::to_string(i) + "]", p.metrics.size(), p.frames.size()));
+    }
+    if (auto it = j.find("merged"); it != j.end()) {
+        p.merged = ReadTree(*it, "merged", p.metrics.size(), p.frames.size());
+    } else {
+        p.Merge();
+    }
+}
+
+void ReadSpans(const json &j, Profile &p) {
+    auto it = j.find("spans");
+    if (it == j.end()) return;
+    const json &spans = Array(*it, "spans");
+    for (std::size_t i = 0; i < spans.size(); ++i) {
+        const std::string at = "spans[" + std::to_string(i) + "]";
+        const json &s = spans[i];
+        if (!s.is_array() || s.size() != 5 || !s[4].is_string()) {
+            throw Bad{at + ": expected [thread, frame, start ns, duration ns, category]"};
+        }
+        Span span{Unsigned(s[0], at + " thread"), 0, Unsigned(s[2], at + " start"), Unsigned(s[3], at + " duration"),
+                  s[4].get<std::string>()};
+        const std::uint64_t frame = Unsigned(s[1], at + " frame");
+        if (frame >= p.frames.size()) throw Bad{at + ": frame " + std::to_string(frame) + " is not in \"frames\""};
+        span.frame = static_cast<std::uint32_t>(frame);
+        p.spans.push_back(std::move(span));
+    }
+}
+
+void ReadThreadNames(const json &j, Profile &p) {
+    auto it = j.find("threadNames");
+    if (it == j.end()) return;
+    const json &names = Array(*it, "threadNames");
+    for (std::size_t i = 0; i < names.size(); ++i) {
+        const std::string at = "threadNames[" + std::to_string(i) + "]";
+        if (!names[i].is_object()) throw Bad{at + ": expected an object"};
+        p.threadNames.push_back({Unsigned(Field(names[i], "id", at), at + ".id"), String(names[i], "name", at, false)});
+    }
+}
+
+void ReadCounters(const json &j, Profile &p) {
+    auto it = j.find("counters");
+    if (it == j.end()) return;
+    if (!it->is_object()) throw Bad{"counters: expected an object"};
+    for (auto c = it->begin(); c != it->end(); ++c) p.counters.emplace_back(c.key(), Unsigned(c.value(), "counters." + c.key()));
 }
 
 }  // namespace
@@ -197,87 +358,22 @@ void WriteJson(const Profile &p, std::ostream &stream, bool withSpans) {
 
 std::string ReadJson(std::istream &in, Profile &p) {
     json j;
+    if (std::string e = Parse(in, j); !e.empty()) return e;
     try {
-        j = json::parse(in);
-    } catch (const json::parse_error &e) {
-        return std::string("not JSON: ") + e.what();
-    }
-    try {
-        if (!j.is_object()) throw Bad{"expected a JSON object"};
-        if (String(j, "format", "profile") != kFormatName) throw Bad{"\"format\" is not \"martini-profile\""};
-        const json &version = Field(j, "version", "profile");
-        if (version != kFormatVersion) {
-            throw Bad{"profile format version " + version.dump() + " (this Martini reads version " +
-                      std::to_string(kFormatVersion) + ")"};
-        }
-        p = Profile{};
-        p.tool = String(j, "tool", "profile");
-        p.runtime = String(j, "runtime", "profile", false);
-        p.mode = String(j, "mode", "profile", false);
-        if (auto it = j.find("periodNs"); it != j.end()) p.periodNs = Unsigned(*it, "periodNs");
-        const json &metrics = Field(j, "metrics", "profile");
-        if (!metrics.is_array() || metrics.empty()) throw Bad{"metrics: expected a non-empty array"};
-        for (std::size_t i = 0; i < metrics.size(); ++i) {
-            const std::string at = "metrics[" + std::to_string(i) + "]";
-            if (!metrics[i].is_object()) throw Bad{at + ": expected an object"};
-            p.metrics.push_back({String(metrics[i], "name", at), String(metrics[i], "unit", at)});
-        }
-        const std::string def = String(j, "defaultMetric", "profile", false);
-        const int defIndex = def.empty() ? 0 : p.MetricIndex(def);
-        if (defIndex < 0) throw Bad{"defaultMetric \"" + def + "\" is not in \"metrics\""};
-        p.defaultMetric = static_cast<std::size_t>(defIndex);
-        const json &frames = Field(j, "frames", "profile");
-        if (!frames.is_array()) throw Bad{"frames: expected an array"};
-        for (std::size_t i = 0; i < frames.size(); ++i) {
-            const std::string at = "frames[" + std::to_string(i) + "]";
-            if (!frames[i].is_object()) throw Bad{at + ": expected an object"};
-            Frame f;
-            f.name = String(frames[i], "name", at);
-            f.className = String(frames[i], "class", at, false);
-            f.method = String(frames[i], "method", at, false);
-            f.signature = String(frames[i], "signature", at, false);
-            f.file = String(frames[i], "file", at, false);
-            if (auto it = frames[i].find("line"); it != frames[i].end()) f.line = static_cast<int>(Unsigned(*it, at + ".line"));
-            p.frames.push_back(std::move(f));
-        }
-        const json &threads = Field(j, "threads", "profile");
-        if (!threads.is_array()) throw Bad{"threads: expected an array"};
-        for (std::size_t i = 0; i < threads.size(); ++i) {
-            p.threads.push_back(ReadTree(threads[i], "threads[" + std::to_string(i) + "]", p.metrics.size(), p.frames.size()));
-        }
-        if (auto it = j.find("merged"); it != j.end()) {
-            p.merged = ReadTree(*it, "merged", p.metrics.size(), p.frames.size());
-        } else {
-            p.Merge();
-        }
-        if (auto it = j.find("spans"); it != j.end()) {
-            if (!it->is_array()) throw Bad{"spans: expected an array"};
-            for (std::size_t i = 0; i < it->size(); ++i) {
-                const std::string at = "spans[" + std::to_string(i) + "]";
-                const json &s = (*it)[i];
-                if (!s.is_array() || s.size() != 5 || !s[4].is_string()) {
-                    throw Bad{at + ": expected [thread, frame, start ns, duration ns, category]"};
-                }
-                Span span{Unsigned(s[0], at), static_cast<std::uint32_t>(Unsigned(s[1], at)), Unsigned(s[2], at),
-                          Unsigned(s[3], at), s[4].get<std::string>()};
-                if (span.frame >= p.frames.size()) throw Bad{at + ": frame is not in \"frames\""};
-                p.spans.push_back(std::move(span));
-            }
-        }
-        if (auto it = j.find("threadNames"); it != j.end() && it->is_array()) {
-            for (const json &t : *it) {
-                if (t.is_object()) p.threadNames.push_back({Unsigned(Field(t, "id", "threadNames"), "threadNames.id"), String(t, "name", "threadNames", false)});
-            }
-        }
-        if (auto it = j.find("counters"); it != j.end()) {
-            if (!it->is_object()) throw Bad{"counters: expected an object"};
-            for (auto c = it->begin(); c != it->end(); ++c) p.counters.emplace_back(c.key(), Unsigned(c.value(), "counters." + c.key()));
-        }
-        p.NameThreads();
+        Profile read;
+        ReadHeader(j, read);
+        ReadMetrics(j, read);
+        ReadFrames(j, read);
+        ReadTrees(j, read);
+        ReadSpans(j, read);
+        ReadThreadNames(j, read);
+        ReadCounters(j, read);
+        read.NameThreads();
+        p = std::move(read);
     } catch (const Bad &bad) {
         return bad.message;
-    } catch (const json::exception &e) {
-        return e.what();
+    } catch (const json::exception &e) {  // a check missed above: still a message, never an abort
+        return Plain(e);
     }
     return "";
 }
