@@ -3,6 +3,7 @@
 
 #include "tools.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -106,6 +107,26 @@ std::string ResolveClients(std::vector<core::ClientSpec> &specs) {
     for (auto &spec : specs) {
         if (std::string e = core::ResolveClientPath(spec, dirs); !e.empty()) return e;
         spec.path = fs::weakly_canonical(spec.path).string();
+    }
+    return "";
+}
+
+std::string CheckClientOptions(const std::vector<core::ClientSpec> &specs) {
+    using CheckOptions = const char *(*)(const char *options);
+    for (const auto &spec : specs) {
+        if (spec.path.empty()) continue;
+        void *library = ::dlopen(spec.path.c_str(), RTLD_NOW | RTLD_LOCAL);
+        if (library == nullptr) continue;  // the runtime's loading names the cause
+        std::string problem;
+        if (auto check = reinterpret_cast<CheckOptions>(::dlsym(library, "MPICL_CheckOptions")); check != nullptr) {
+            if (const char *message = check(spec.options.c_str()); message != nullptr) problem = message;
+        }
+        ::dlclose(library);
+        if (!problem.empty()) {
+            std::string line = "client '";
+            line.append(spec.name).append("': ").append(problem);
+            return line;
+        }
     }
     return "";
 }

@@ -53,6 +53,15 @@ std::string ParseClients(const std::vector<std::string> &values, std::vector<cor
 // path in spec.path). "" or the first client that was not found.
 std::string ResolveClients(std::vector<core::ClientSpec> &specs);
 
+// Each client's options checked before the program starts, without a runtime: every
+// resolved library (spec.path) that exports MPICL_CheckOptions
+// (martini/clients/option_names.h; the bundled clients do) is loaded and asked. ""
+// when all are good, else "client 'NAME': PROBLEM" for the first that is not
+// ("client 'cgprof': unknown option 'tpo' (did you mean 'top'?)"; for NAME=help, the
+// client's usage, several lines). Libraries without the export, or that cannot be
+// loaded here, are left to the runtime.
+std::string CheckClientOptions(const std::vector<core::ClientSpec> &specs);
+
 // A process id given on the command line; 0 when it is not one.
 long ParsePid(const std::string &text);
 

@@ -11,6 +11,7 @@
 
 #include "martini/clients/expand.h"
 #include "martini/clients/names.h"
+#include "martini/clients/option_names.h"
 #include "martini/clients/output_file.h"
 
 #include <algorithm>
@@ -184,56 +185,63 @@ LeaveObserver g_leave;
 ShutdownObserver g_shutdown;
 IncludeFilter g_filter;
 
-bool ParseOptions(const char *text) {
-    std::string s(text ? text : "");
-    std::size_t pos = 0;
-    while (pos < s.size()) {
-        std::size_t end = s.find(',', pos);
-        if (end == std::string::npos) end = s.size();
-        const std::string item = s.substr(pos, end - pos);
-        pos = end + 1;
-        if (item.empty()) continue;
-        const auto eq = item.find('=');
-        const std::string key = item.substr(0, eq), value = eq == std::string::npos ? "" : item.substr(eq + 1);
+// The options, checked all before any is used (MPICL_CheckOptions checks them alone).
+struct Options {
+    std::size_t top = 20;
+    bool time = false;
+    std::vector<std::string> includes;
+    std::string outPath;
+};
+
+// Every option's name (docs/configuration.md lists them): a name that is none of them
+// is refused, with the nearest one.
+constexpr const char *kOptionNames[] = {"top", "out", "include", "time"};
+
+// Fills `o` from the option text; "" or the problem.
+std::string ParseOptions(const char *text, Options &o) {
+    std::vector<martini::clients::Option> items;
+    if (std::string e = martini::clients::SplitOptions(text, items); !e.empty()) return e;
+    for (const auto &it : items) {
+        const std::string &key = it.key, &value = it.value;
+        if (key == "sample" || key == "wall") {
+            return "cannot use samples (SampleHit): it counts every call exactly; cgprof=sample samples";
+        }
+        if (std::string e = martini::clients::CheckOptionName(key, kOptionNames); !e.empty()) return e;
         if (key == "top") {
             char *endp = nullptr;
             const unsigned long n = std::strtoul(value.c_str(), &endp, 10);
-            if (value.empty() || *endp != '\0' || n == 0) {
-                std::fprintf(stderr, "callcount: option top=%s: expected a positive number\n", value.c_str());
-                return false;
+            if (value.empty() || value[0] < '0' || value[0] > '9' || *endp != '\0' || n == 0) {
+                return "option top=" + value + ": expected a positive number";
             }
-            g_top = n;
-        } else if (key == "time" && value.empty()) {
-            g_time = true;
+            o.top = n;
+        } else if (key == "time") {
+            if (!value.empty()) return "option 'time' takes no value";
+            o.time = true;
         } else if (key == "include") {
-            if (value.empty()) {
-                std::fprintf(stderr, "callcount: option include= needs a class-name prefix\n");
-                return false;
-            }
-            g_includes.push_back(value);
+            if (value.empty()) return "option include= needs a class-name prefix";
+            o.includes.push_back(value);
         } else if (key == "out") {
-            if (value.empty()) {
-                std::fprintf(stderr, "callcount: option out= needs a file name\n");
-                return false;
-            }
-            g_outPath = value;
-        } else if (key == "sample" || key == "wall") {
-            std::fprintf(stderr, "callcount: cannot use samples (SampleHit): it counts every call exactly; "
-                                 "cgprof=sample samples\n");
-            return false;
+            if (value.empty()) return "option out= needs a file name";
+            o.outPath = value;
         } else {
-            std::fprintf(stderr, "callcount: unknown option '%s' (known: top=N, out=FILE, include=PREFIX, time)\n",
-                         key.c_str());
-            return false;
+            return "option '" + key + "' is known but not handled";
         }
     }
-    return true;
+    return "";
 }
 
 }  // namespace
 
 extern "C" API_EXPORT TResult MPICL_Instantiate(IMpi *pMpiApi, TId clientId, const char *szOptions) {
-    if (!ParseOptions(szOptions)) return MRTE_ERROR_ILLEGAL_ARGUMENT;
+    Options o;
+    if (std::string e = ParseOptions(szOptions, o); !e.empty()) {
+        std::fprintf(stderr, "callcount: %s\n", e.c_str());
+        return MRTE_ERROR_ILLEGAL_ARGUMENT;
+    }
+    g_top = o.top;
+    g_time = o.time;
+    g_includes = std::move(o.includes);
+    g_outPath = std::move(o.outPath);
     g_mpi = pMpiApi;
     g_clientId = clientId;
     TResult r = pMpiApi->RegisterEvent(clientId, g_enter);
@@ -241,4 +249,10 @@ extern "C" API_EXPORT TResult MPICL_Instantiate(IMpi *pMpiApi, TId clientId, con
     if (r == MRTE_RESULT_OK) r = pMpiApi->RegisterEvent(clientId, g_shutdown);
     if (r == MRTE_RESULT_OK && !g_includes.empty()) r = pMpiApi->SetEventGroupFilter(clientId, EG_CALL_GRAPH, g_filter);
     return r;
+}
+
+// For `martini run` and `martini attach`: the options checked before the program starts
+// (martini/clients/option_names.h).
+extern "C" API_EXPORT const char *MPICL_CheckOptions(const char *options) {
+    return martini::clients::CheckOptions<Options>(options, ParseOptions);
 }

@@ -4,6 +4,7 @@
 #include <MpiAPI.h>
 
 #include "martini/clients/names.h"
+#include "martini/clients/option_names.h"
 #include "martini/clients/output.h"
 #include "martini/report/profile.h"
 
@@ -34,6 +35,12 @@ const char kUsage[] =
     "                    at most 10000), time estimated from the samples; nothing instrumented\n"
     "  wall              sample mode on wall-clock time (every thread, sleeping and blocked too), not CPU time\n";
 
+// Every option's name (docs/configuration.md lists them): a name that is none of them
+// is refused, with the nearest one.
+constexpr const char *kOptionNames[] = {"counts", "time", "cpu", "include", "exclude", "filter", "top", "out",
+                                        "formats", "name", "depth", "nodes", "trace", "paused", "lines", "sample",
+                                        "wall"};
+
 // The files written by default: the ones people open (the flame graph) and the one
 // `martini report` and `martini convert` read; the others on request (formats=) or
 // by `martini convert`. On the shop example all five take about 4x the time and 8x
@@ -48,6 +55,7 @@ std::string ParseOptions(const char *text, Options &o) {
     if (std::string e = martini::clients::SplitOptions(text, items); !e.empty()) return e;
     for (const auto &it : items) {
         const std::string &k = it.key;
+        if (std::string e = martini::clients::CheckOptionName(k, kOptionNames); !e.empty()) return e;
         std::uint64_t n = 0;
         auto needValue = [&]() -> std::string {
             return it.hasValue && !it.value.empty() ? "" : "option '" + k + "' needs a value (" + k + "=...)";
@@ -89,7 +97,7 @@ std::string ParseOptions(const char *text, Options &o) {
         } else if (std::string error; o.out.Parse(k, it.value, error)) {
             if (!error.empty()) return error;
         } else {
-            return "unknown option '" + k + "'";
+            return "option '" + k + "' is known but not handled";
         }
     }
     if (o.wall && o.sampleHz == 0) return "option 'wall' needs sample mode (sample[=HZ],wall)";
@@ -126,3 +134,9 @@ SampledOptions SampledOptionsOf(const Options &o) {
 }
 
 }  // namespace cgprof
+
+// For `martini run` and `martini attach`: the options checked before the program starts
+// (martini/clients/option_names.h).
+extern "C" API_EXPORT const char *MPICL_CheckOptions(const char *options) {
+    return martini::clients::CheckOptions<cgprof::Options>(options, cgprof::ParseOptions, cgprof::kUsage);
+}

@@ -30,6 +30,8 @@
 #include <MpiAPI.h>
 
 #include "martini/clients/expand.h"
+#include "martini/clients/names.h"
+#include "martini/clients/option_names.h"
 #include "martini/clients/output_file.h"
 
 #include <cerrno>
@@ -461,32 +463,48 @@ MARTINI_MPI_EVENTS(MARTINI_X_OBSERVER)
 #undef MARTINI_X_OBSERVER_DATA
 #undef MARTINI_X_OBSERVER_NODATA
 
-bool ParseOptions(const std::string &options) {
-    std::size_t pos = 0;
-    while (pos < options.size()) {
-        std::size_t end = options.find(',', pos);
-        if (end == std::string::npos) end = options.size();
-        const std::string item = options.substr(pos, end - pos);
-        pos = end + 1;
-        if (item.empty()) continue;
-        const auto eq = item.find('=');
-        const std::string key = item.substr(0, eq), value = eq == std::string::npos ? "" : item.substr(eq + 1);
-        if (key == "report" && !value.empty()) {
-            g_check.SetReport(value);
-        } else if (key == "max" && !value.empty() && value.find_first_not_of("0123456789") == std::string::npos) {
-            g_check.SetMaxDetails(std::stoul(value));
+struct Options {
+    std::string report;
+    std::size_t max = 50;
+    bool maxGiven = false;
+};
+
+// Every option's name (docs/configuration.md lists them): a name that is none of them
+// is refused, with the nearest one.
+constexpr const char *kOptionNames[] = {"report", "max"};
+
+// Fills `o` from the option text; "" or the problem.
+std::string ParseOptions(const char *text, Options &o) {
+    std::vector<martini::clients::Option> items;
+    if (std::string e = martini::clients::SplitOptions(text, items); !e.empty()) return e;
+    for (const auto &it : items) {
+        if (std::string e = martini::clients::CheckOptionName(it.key, kOptionNames); !e.empty()) return e;
+        if (it.key == "report") {
+            if (it.value.empty()) return "option 'report' needs a file name (report=FILE)";
+            o.report = it.value;
+        } else if (it.key == "max") {
+            if (it.value.empty() || it.value.size() > 9 || it.value.find_first_not_of("0123456789") != std::string::npos) {
+                return "option 'max': '" + it.value + "' is not a count";
+            }
+            o.max = std::stoul(it.value);
+            o.maxGiven = true;
         } else {
-            std::fprintf(stderr, "conformance: bad option '%s' (known: report=FILE, max=N)\n", item.c_str());
-            return false;
+            return "option '" + it.key + "' is known but not handled";
         }
     }
-    return true;
+    return "";
 }
 
 }  // namespace
 
 extern "C" API_EXPORT TResult MPICL_Instantiate(IMpi *mpi, TId clientId, const char *szOptions) {
-    if (!ParseOptions(szOptions ? szOptions : "")) return MRTE_ERROR_ILLEGAL_ARGUMENT;
+    Options o;
+    if (std::string e = ParseOptions(szOptions, o); !e.empty()) {
+        std::fprintf(stderr, "conformance: %s\n", e.c_str());
+        return MRTE_ERROR_ILLEGAL_ARGUMENT;
+    }
+    if (!o.report.empty()) g_check.SetReport(o.report);
+    if (o.maxGiven) g_check.SetMaxDetails(o.max);
     g_mpi = mpi;
     g_clientId = clientId;
     // Every event the provider supports; NOT_SUPPORTED just means it is not checked.
@@ -498,4 +516,10 @@ extern "C" API_EXPORT TResult MPICL_Instantiate(IMpi *mpi, TId clientId, const c
     MARTINI_MPI_EVENTS(MARTINI_X_REGISTER)
 #undef MARTINI_X_REGISTER
     return registered > 0 ? MRTE_RESULT_OK : MRTE_ERROR_NOT_SUPPORTED;
+}
+
+// For `martini run` and `martini attach`: the options checked before the program starts
+// (martini/clients/option_names.h).
+extern "C" API_EXPORT const char *MPICL_CheckOptions(const char *options) {
+    return martini::clients::CheckOptions<Options>(options, ParseOptions);
 }

@@ -13,6 +13,7 @@
 #include "martini/clients/control.h"
 #include "martini/clients/frames.h"
 #include "martini/clients/names.h"
+#include "martini/clients/option_names.h"
 #include "martini/clients/output.h"
 #include "martini/clients/support.h"
 #include "martini/filters/rule_set.h"
@@ -60,6 +61,11 @@ struct Options {
     martini::clients::OutputOptions out;
 };
 
+// Every option's name (docs/configuration.md lists them): a name that is none of them
+// is refused, with the nearest one.
+constexpr const char *kOptionNames[] = {"sampled", "exact", "interval", "filter", "include", "depth",
+                                        "nolive", "top", "out", "formats", "name"};
+
 std::string ParseOptions(const char *text, Options &o) {
     o.out.name = "heapprof";
     std::vector<martini::clients::Option> items;
@@ -67,6 +73,11 @@ std::string ParseOptions(const char *text, Options &o) {
     for (const auto &it : items) {
         const std::string &k = it.key;
         std::string error;
+        if (k == "sample" || k == "wall") {
+            return "cannot use samples (SampleHit): heapprof samples allocations (interval=BYTES); cgprof=sample "
+                   "samples stacks";
+        }
+        if (std::string e = martini::clients::CheckOptionName(k, kOptionNames); !e.empty()) return e;
         if ((k == "sampled" || k == "exact" || k == "nolive") && it.hasValue) return "option '" + k + "' takes no value";
         if (k == "sampled") o.exact = false;
         else if (k == "exact") o.exact = true;
@@ -89,11 +100,8 @@ std::string ParseOptions(const char *text, Options &o) {
             o.includes.push_back(it.value);
         } else if (o.out.Parse(k, it.value, error)) {
             if (!error.empty()) return error;
-        } else if (k == "sample" || k == "wall") {
-            return "cannot use samples (SampleHit): heapprof samples allocations (interval=BYTES); cgprof=sample "
-                   "samples stacks";
         } else {
-            return "unknown option '" + k + "'";
+            return "option '" + k + "' is known but not handled";
         }
     }
     if (!o.filter.empty() && !o.includes.empty()) return "give either filter= or include=, not both";
@@ -593,4 +601,10 @@ extern "C" API_EXPORT TResult MPICL_Instantiate(IMpi *mpi, TId clientId, const c
     }
     owned.release();
     return MRTE_RESULT_OK;
+}
+
+// For `martini run` and `martini attach`: the options checked before the program starts
+// (martini/clients/option_names.h).
+extern "C" API_EXPORT const char *MPICL_CheckOptions(const char *options) {
+    return martini::clients::CheckOptions<Options>(options, ParseOptions, kUsage);
 }

@@ -10,6 +10,7 @@
 
 #include "martini/clients/control.h"
 #include "martini/clients/names.h"
+#include "martini/clients/option_names.h"
 #include "martini/clients/output.h"
 #include "martini/clients/support.h"
 #include "martini/filters/rule_set.h"
@@ -53,12 +54,21 @@ struct Options {
     martini::clients::OutputOptions out;
 };
 
+// Every option's name (docs/configuration.md lists them): a name that is none of them
+// is refused, with the nearest one.
+constexpr const char *kOptionNames[] = {"filter", "slices", "top", "out", "formats", "name"};
+
 std::string ParseOptions(const char *text, Options &o) {
     o.out.name = "threadprof";
     std::vector<martini::clients::Option> items;
     if (std::string e = martini::clients::SplitOptions(text, items); !e.empty()) return e;
     for (const auto &it : items) {
         std::string error;
+        if (it.key == "sample" || it.key == "wall") {
+            return "cannot use samples (SampleHit): threadprof records monitor and thread events; cgprof=sample,wall "
+                   "samples waiting threads";
+        }
+        if (std::string e = martini::clients::CheckOptionName(it.key, kOptionNames); !e.empty()) return e;
         if (it.key == "filter") {
             if (it.value.empty()) return "option 'filter' needs rules";
             o.filter = it.value;
@@ -68,11 +78,8 @@ std::string ParseOptions(const char *text, Options &o) {
             o.slices = n;
         } else if (o.out.Parse(it.key, it.value, error)) {
             if (!error.empty()) return error;
-        } else if (it.key == "sample" || it.key == "wall") {
-            return "cannot use samples (SampleHit): threadprof records monitor and thread events; cgprof=sample,wall "
-                   "samples waiting threads";
         } else {
-            return "unknown option '" + it.key + "'";
+            return "option '" + it.key + "' is known but not handled";
         }
     }
     return "";
@@ -629,4 +636,10 @@ extern "C" API_EXPORT TResult MPICL_Instantiate(IMpi *mpi, TId clientId, const c
     }
     owned.release();
     return MRTE_RESULT_OK;
+}
+
+// For `martini run` and `martini attach`: the options checked before the program starts
+// (martini/clients/option_names.h).
+extern "C" API_EXPORT const char *MPICL_CheckOptions(const char *options) {
+    return martini::clients::CheckOptions<Options>(options, ParseOptions, kUsage);
 }
