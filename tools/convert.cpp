@@ -7,6 +7,7 @@
 // Exit status: 0 when it was written; 1 on any error.
 #include "martini/clients/output_file.h"
 #include "martini/report/profile.h"
+#include "martini/report/views.h"
 #include "cli.h"
 #include "common.h"
 
@@ -52,7 +53,7 @@ int Convert(int argc, char **argv) {
         if (out == file) return Fail("convert: the output would overwrite the input; give -o FILE");
     }
     // Complete or absent: written under a temporary name, then renamed.
-    std::string e;
+    std::string e, note;
     if (format == report::kPprof) {
         e = clients::WriteFileAtomicallyTo(out, [&](const std::string &tmp) { return report::WritePprof(p, tmp); });
     } else {
@@ -60,13 +61,14 @@ int Convert(int argc, char **argv) {
             switch (format) {
                 case report::kCollapsed: report::WriteCollapsed(p, o, p.defaultMetric); break;
                 case report::kChrome: report::WriteChromeTrace(p, o); break;
-                case report::kHtml: report::WriteHtml(p, o); break;
+                case report::kHtml: note = report::WriteHtml(p, o, report::HtmlOptions{}).Note(); break;
                 default: report::WriteJson(p, o); break;
             }
         });
     }
     if (!e.empty()) return Fail("convert: " + e);
     std::fprintf(stderr, "martini: wrote %s\n", out.c_str());
+    if (!note.empty()) std::fprintf(stderr, "martini: %s\n", note.c_str());
     return 0;
 }
 
