@@ -1,5 +1,5 @@
 // The views of views.h: the HTML report of a large profile (pruned to a node budget,
-// totals and top rows exact).
+// totals and top rows exact), collapsed stacks per thread.
 #include "martini/report/profile.h"
 #include "martini/report/views.h"
 
@@ -202,6 +202,51 @@ TEST(HtmlPruning, TiesAtTheShareDoNotStarveLaterTrees) {
     for (const json &t : page.profile["threads"]) nodes += t["nodes"].size() - 1;
     nodes += page.profile["merged"]["nodes"].size() - 1;
     EXPECT_LE(nodes, 5u + 3u);  // the budget and at most one "(N pruned)" per tree
+}
+
+TEST(CollapsedPerThread, EachLineStartsWithItsThread) {
+    report::Profile p = TimeProfile(3);
+    for (std::uint64_t id : {1, 2, 3}) {
+        report::Tree &t = NewThread(p, id, id == 1 ? "main" : id == 2 ? "pool worker" : "pool worker");
+        std::uint32_t at = t.Add(0, 0, 2);
+        t.nodes[at].self = {1, 10 * id};
+        for (int i = 0; i < 3; ++i) {  // m1 recursing: folded as in the merged file
+            at = t.Add(at, 1, 2);
+            t.nodes[at].self = {1, id};
+        }
+    }
+    p.threads[2].threadName = "";  // unnamed: "thread 3"
+    p.Merge();
+    std::ostringstream out;
+    const report::CollapsedStats stats = report::WriteCollapsedPerThread(p, out, 1, 0.0);
+    EXPECT_EQ(out.str(),
+              "main;r.R.m0 10\nmain;r.R.m0;r.R.m1 3\n"
+              "pool_worker;r.R.m0 20\npool_worker;r.R.m0;r.R.m1 6\n"
+              "thread_3;r.R.m0 30\nthread_3;r.R.m0;r.R.m1 9\n");
+    EXPECT_EQ(stats.lines, 6u);
+    EXPECT_EQ(stats.foldedContexts, 6u);
+    p.threads[2].threadName = "pool worker";  // two of that name: told apart by id
+    std::ostringstream same;
+    report::WriteCollapsedPerThread(p, same, 1, 0.0);
+    EXPECT_NE(same.str().find("pool_worker_(id_2);r.R.m0 20\n"), std::string::npos) << same.str();
+    EXPECT_NE(same.str().find("pool_worker_(id_3);r.R.m0 30\n"), std::string::npos) << same.str();
+}
+
+TEST(CollapsedPerThread, DepthCapCountsMethodsNotTheThread) {
+    report::Profile p = TimeProfile(10);
+    report::Tree &t = NewThread(p, 1, "main");
+    std::uint32_t at = 0;
+    for (std::uint32_t i = 0; i < 10; ++i) {
+        at = t.Add(at, i, 2);
+        t.nodes[at].self = {1, 1};
+    }
+    p.Merge();
+    std::ostringstream out;
+    const report::CollapsedStats stats = report::WriteCollapsedPerThread(p, out, 1, 0.0, 8);
+    EXPECT_EQ(stats.cutContexts, 2u);
+    EXPECT_EQ(stats.maxDepth, 8u);
+    EXPECT_NE(out.str().find("main;r.R.m0;r.R.m1;r.R.m2;r.R.m3;r.R.m4;r.R.m5;r.R.m6;r.R.m7;[deeper_frames_cut];r.R.m9 1\n"),
+              std::string::npos) << out.str();
 }
 
 }  // namespace

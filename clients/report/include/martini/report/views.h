@@ -36,4 +36,15 @@ struct HtmlStats {
 };
 HtmlStats WriteHtml(const Profile &profile, std::ostream &out, const HtmlOptions &options);
 
+// ---- Collapsed stacks per thread --------------------------------------------------
+
+// WriteCollapsed over the threads' own trees instead of the merged one, each line
+// starting with its thread's frame: "main;a;b 12" (the thread's name, with " (id N)"
+// when several threads share it; ';' and ' ' replaced as in any frame, so
+// "main;...", "worker-1;...", "thread_6;..."). `minShare` is of all threads' total;
+// recursion is folded and paths cut below `maxDepth` methods as WriteCollapsed does.
+CollapsedStats WriteCollapsedPerThread(const Profile &profile, std::ostream &out, std::size_t metric,
+                                       double minShare = kCollapsedMinShare,
+                                       std::size_t maxDepth = kCollapsedMaxDepth);
+
 }  // namespace martini::report
