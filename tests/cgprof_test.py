@@ -106,6 +106,48 @@ p = json.load(open(os.path.join(out_cpu, "cgprof.json")))
 cpu = self_by_frame(p, "cpu")
 check("cpu: thread CPU time, exclusive per method", cpu == {"a.A.outer": 200, "a.A.inner": 200}, cpu)
 
+
+# The table over the threads that used CPU (the threads' CPU times from the trace's
+# "cpu" fields): "main" works 300 ns on 250 ns of CPU; "pool" waits 1000 ns on `pool_cpu`
+# (asked at its first event and at its ThreadEnd; main's at the end of the run).
+def waits_trace(name, pool_cpu):
+    path = os.path.join(work, name + ".jsonl")
+    cpu = (lambda n: {"cpu": n}) if pool_cpu is not None else (lambda n: {})
+    with open(path, "w") as f:
+        for rec in [{"event": "ThreadStart", "t": 0, "thread": 1, "name": "main"},
+                    {"event": "ThreadStart", "t": 0, "thread": 2, "name": "pool"},
+                    {"event": "ClassLoad", "t": 1, "thread": 1, "class": 10, "name": "a.A"},
+                    {"event": "NewMethod", "t": 2, "method": 1, "class": 10, "name": "work", "sig": "()V"},
+                    {"event": "NewMethod", "t": 3, "method": 2, "class": 10, "name": "idle", "sig": "()V"},
+                    {"event": "VmInit", "t": 10, "thread": 1},
+                    {"event": "MethodEnter", "t": 100, "thread": 1, "method": 1, **cpu(0)},
+                    {"event": "MethodEnter", "t": 100, "thread": 2, "method": 2, **cpu(0)},
+                    {"event": "MethodLeave", "t": 400, "thread": 1, "method": 1, **cpu(250)},
+                    {"event": "MethodLeave", "t": 1100, "thread": 2, "method": 2},
+                    {"event": "ThreadEnd", "t": 1100, "thread": 2, **cpu(pool_cpu)},
+                    {"event": "VmShutdown", "t": 1200}]:
+            f.write(json.dumps(rec) + "\n")
+    out = os.path.join(work, name)
+    return out, run([replay, "--client", f"cgprof=top=5,formats=json,out={out}", path])
+
+
+out, r = waits_trace("waited", 12)
+check("table: a thread that mostly waited is left out, and the header says so",
+      "cgprof: top 1 of 1 methods by self wall (1 of 2 threads: those that used CPU; wall in all: 0.300 us)\n"
+      "  left out: 1 thread that mostly waited (on CPU under 5% of its time in calls): pool; "
+      f"martini report {os.path.join(out, 'cgprof.json')} --thread NAME shows any thread\n" in r.stderr
+      and "a.A.idle" not in r.stderr, r.stderr)
+p = json.load(open(os.path.join(out, "cgprof.json")))
+check("table: the JSON keeps the thread left out", sorted(t["name"] for t in p["threads"]) == ["main", "pool"],
+      p["threads"])
+out, r = waits_trace("worked", 30)
+check("table: a thread with 10% of the busiest thread's CPU stays, however long it waited",
+      "by self wall (2 threads; wall in all: 1.300 us)" in r.stderr and "left out" not in r.stderr, r.stderr)
+out, r = waits_trace("unknown", None)
+check("table: without CPU times, every thread (the header as before)",
+      "cgprof: top 2 of 2 methods by self wall (2 threads; wall in all: 1.300 us)\n" in r.stderr
+      and re.search(r"a\.A\.idle\s+1\s+76\.9%", r.stderr), r.stderr)
+
 out, r = cgprof("trace=3,top=0,formats=json+chrome", "trace3")
 p = json.load(open(os.path.join(out, "cgprof.json")))
 check("trace=N bounds the slices", len(p["spans"]) == 3, p["spans"])

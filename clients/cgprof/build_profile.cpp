@@ -4,6 +4,7 @@
 
 #include "martini/clients/frames.h"
 #include "martini/clients/names.h"
+#include "martini/clients/output.h"
 #include "martini/clients/support.h"
 
 #include <algorithm>
@@ -141,6 +142,57 @@ private:
 };
 
 }  // namespace
+
+std::optional<report::TableThreads> TableOfWorkingThreads(const report::Profile &p,
+                                                          const std::unordered_map<TId, std::uint64_t> &threadCpu,
+                                                          const std::string &where) {
+    const int wall = p.MetricIndex("wall");
+    std::uint64_t busiest = 0;
+    for (const report::Tree &t : p.threads) {
+        if (auto it = threadCpu.find(t.threadId); it != threadCpu.end()) busiest = std::max(busiest, it->second);
+    }
+    report::TableThreads shown;
+    std::vector<std::string> waited;
+    for (const report::Tree &t : p.threads) {
+        std::uint64_t wallInCalls = 0;  // what the thread adds to the table
+        for (const report::Node &n : t.nodes) {
+            if (wall >= 0 && std::size_t(wall) < n.self.size()) wallInCalls += n.self[wall];
+        }
+        const auto it = threadCpu.find(t.threadId);
+        const bool mostlyWaited = wall >= 0 && it != threadCpu.end() &&
+                                  double(it->second) < kWaitedShare * double(wallInCalls) &&
+                                  double(it->second) < kBusiestShare * double(busiest);
+        if (mostlyWaited) waited.push_back(t.threadName);
+        else shown.ids.push_back(t.threadId);
+    }
+    if (waited.empty()) return std::nullopt;
+    shown.what = "those that used CPU";
+    const bool one = waited.size() == 1;
+    shown.note = "left out: " + std::to_string(waited.size()) + (one ? " thread" : " threads") +
+                 " that mostly waited (on CPU under " + std::to_string(int(kWaitedShare * 100)) + "% of " +
+                 (one ? "its" : "their") + " time in calls): ";
+    constexpr std::size_t kNamed = 5;
+    for (std::size_t i = 0; i < waited.size() && i < kNamed; ++i) shown.note.append(i == 0 ? "" : ", ").append(waited[i]);
+    if (waited.size() > kNamed) shown.note.append(" and ").append(std::to_string(waited.size() - kNamed)).append(" more");
+    if (!where.empty()) shown.note.append("; ").append(where);
+    return shown;
+}
+
+std::string WhereEveryThreadIs(const martini::clients::OutputOptions &out, const std::string &dir) {
+    const bool json = (out.formats & report::kJson) != 0, html = (out.formats & report::kHtml) != 0;
+    if (dir.empty() || (!json && !html)) return "the profile's files show every thread (out=DIR, formats=json+html)";
+    std::string prefix = dir;
+    if (prefix.back() != '/') prefix.push_back('/');
+    const std::string base = martini::clients::ExpandOutputName(out.name);
+    std::string where;
+    if (json) {
+        where.append("martini report ").append(prefix).append(report::FileName(base, report::kJson));
+        where.append(" --thread NAME");
+    }
+    if (json && html) where.append(", or ");
+    if (html) where.append(prefix).append(report::FileName(base, report::kHtml));
+    return where.append(json && html ? ", shows every thread" : json ? " shows any thread" : " shows every thread");
+}
 
 report::Profile BuildProfile(std::vector<TreeCopy> &trees, const Options &o, IMpi &mpi, TId id,
                              const std::unordered_map<TId, std::string> &threadNames) {

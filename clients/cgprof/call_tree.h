@@ -9,6 +9,7 @@
 #include "options.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -18,6 +19,7 @@ namespace cgprof {
 using Martini::MPI::TId;
 
 inline constexpr std::uint32_t kNone = 0xffffffffu;
+inline constexpr std::uint64_t kCpuUnknown = ~std::uint64_t{0};  // a thread's CPU time the runtime did not tell
 
 struct CallNode {
     TId method = 0;
@@ -106,5 +108,26 @@ void Close(Tree &t, std::uint64_t wall, std::uint64_t cpu) {
 // `threadNames`: names from ThreadStart; other threads are named through the runtime.
 martini::report::Profile BuildProfile(std::vector<TreeCopy> &trees, const Options &o, Martini::MPI::IMpi &mpi,
                                       TId id, const std::unordered_map<TId, std::string> &threadNames);
+
+// ---- The table at the end of the run (time mode) ------------------------------------
+
+// A thread mostly waited when the CPU time it used from its first event to its end is
+// under kWaitedShare of its wall time in calls (what it adds to the table) and under
+// kBusiestShare of the busiest thread's CPU time (so the busiest always stays, and so
+// does a thread that did much work between long waits).
+inline constexpr double kWaitedShare = 0.05;
+inline constexpr double kBusiestShare = 0.10;
+
+// The threads of the table: those of `p` that did not mostly wait, given `threadCpu`
+// (CPU time per thread id; a thread not in it stays). std::nullopt when no thread is
+// left out (the table is over all threads, as without CPU times). `where`: where every
+// thread is shown (WhereEveryThreadIs), for the line under the table's header.
+std::optional<martini::report::TableThreads> TableOfWorkingThreads(
+    const martini::report::Profile &p, const std::unordered_map<TId, std::uint64_t> &threadCpu,
+    const std::string &where);
+
+// "martini report DIR/cgprof.json --thread NAME, or DIR/cgprof.html, shows every
+// thread", from the files the run writes (`dir`: the resolved output directory).
+std::string WhereEveryThreadIs(const martini::clients::OutputOptions &out, const std::string &dir);
 
 }  // namespace cgprof

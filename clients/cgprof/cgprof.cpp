@@ -37,6 +37,7 @@
 #include <iostream>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -51,6 +52,7 @@ namespace {
 using cgprof::BeyondBudget;
 using cgprof::CallNode;
 using cgprof::Close;
+using cgprof::kCpuUnknown;
 using cgprof::kNone;
 using cgprof::OpenCall;
 using cgprof::Options;
@@ -100,6 +102,10 @@ struct ThreadTree {
     }
     std::vector<SpanRecord> spans;
     bool heldByThreadPause = false;  // events dropped while its thread was paused
+    // Time mode: the thread's CPU time at its first event, asked once (for the table's
+    // threads that used CPU: Profiler::ThreadCpuTimes).
+    bool cpuAsked = false;
+    std::uint64_t startCpu = kCpuUnknown;
 
     ThreadTree() { nodes.emplace_back(); }
 
@@ -214,6 +220,10 @@ public:
         ThreadTree &t = Tree(threadId);
         BusyScope busy(t, hold_);
         if (HeldByThreadPause(t)) return;
+        if (!t.cpuAsked) [[unlikely]] {
+            t.cpuAsked = true;
+            if (o_.time) t.startCpu = ThreadCpu(threadId);
+        }
         CheckEpoch(t, wall, cpu);
         if (t.stack.size() >= o_.depth) {
             ++t.beyondDepth;
@@ -323,6 +333,23 @@ public:
             });
     }
 
+    // The thread's CPU time so far, from the runtime (once per thread: at its first
+    // event, at its end, at the end of the run), or kCpuUnknown.
+    std::uint64_t ThreadCpu(TId threadId) {
+        SThreadInfo info;
+        const TResult r = mpi_.GetThreadInfo(id_, threadId, DR_THREAD_CPU_TIME, &info);
+        if (r != MRTE_RESULT_OK && r != MRTE_ERROR_PARTIAL_INFO) return kCpuUnknown;
+        return (info.validData & DR_THREAD_CPU_TIME) ? info.uiCpuTime : kCpuUnknown;
+    }
+
+    // ThreadEnd (time mode): its CPU time while it can still be asked for.
+    void ThreadEnded(const SThreadEndEventData &d) {
+        const std::uint64_t cpu = ThreadCpu(d.threadId);
+        if (cpu == kCpuUnknown) return;
+        std::lock_guard lock(mutex_);
+        endCpu_[d.threadId] = cpu;
+    }
+
     void ThreadStarted(const SThreadStartEventData &d) {
         if (!(d.validData & DR_THREAD_NAME) || d.szThreadName == nullptr) return;
         std::lock_guard lock(mutex_);
@@ -360,8 +387,12 @@ private:
         c.callsNotTraced = t.callsNotTraced;
         return c;
     }
-    // Builds the profile from the trees and writes it (`label` empty: the run's end).
-    void Emit(std::vector<TreeCopy> &trees, const std::string &label);
+    // Builds the profile from the trees and writes it (`label` empty: the run's end,
+    // with the threads' CPU times for the table).
+    void Emit(std::vector<TreeCopy> &trees, const std::string &label,
+              const std::unordered_map<TId, std::uint64_t> &threadCpu = {});
+    void WriteTable(const report::Profile &p, const std::unordered_map<TId, std::uint64_t> &threadCpu);
+    std::unordered_map<TId, std::uint64_t> ThreadCpuTimes();
 
     // Stops the call-graph events and waits for handlers in flight on other threads
     // (runtimes may still run daemon threads while they shut down).
@@ -378,9 +409,10 @@ private:
     IMpi &mpi_;
     TId id_;
     Options o_;
-    std::mutex mutex_;  // thread names
+    std::mutex mutex_;  // thread names, CPU times at their end
     martini::clients::PerThread<ThreadTree> trees_;
     std::unordered_map<TId, std::string> threadNames_;
+    std::unordered_map<TId, std::uint64_t> endCpu_;
     martini::clients::OutputDirectory outputDir_;
     std::atomic<bool> paused_{false};
     std::atomic<std::uint32_t> epoch_{0};
@@ -394,9 +426,32 @@ private:
 
 void Profiler::Finish() {
     Quiesce();
+    const std::unordered_map<TId, std::uint64_t> threadCpu = ThreadCpuTimes();
     std::vector<TreeCopy> trees;
     trees_.ForEachOrdered([&](ThreadTree &t) { trees.push_back(Take(t, true)); });
-    Emit(trees, "");
+    Emit(trees, "", threadCpu);
+}
+
+// Time mode: the CPU time each thread used from its first event to its end (or to now,
+// for the threads still running), where the runtime tells both.
+std::unordered_map<TId, std::uint64_t> Profiler::ThreadCpuTimes() {
+    std::unordered_map<TId, std::uint64_t> used;
+    if (!o_.time) return used;
+    std::vector<std::pair<TId, std::uint64_t>> starts;
+    trees_.ForEachOrdered([&](ThreadTree &t) {
+        if (t.startCpu != kCpuUnknown) starts.emplace_back(t.threadId, t.startCpu);
+    });
+    std::unordered_map<TId, std::uint64_t> ends;
+    {
+        std::lock_guard lock(mutex_);
+        ends = endCpu_;
+    }
+    for (const auto &[thread, start] : starts) {
+        auto it = ends.find(thread);
+        const std::uint64_t end = it != ends.end() ? it->second : ThreadCpu(thread);
+        if (end != kCpuUnknown) used[thread] = end > start ? end - start : 0;
+    }
+    return used;
 }
 
 void Profiler::Snapshot(const std::string &label) {
@@ -419,7 +474,8 @@ void Profiler::Snapshot(const std::string &label) {
     Emit(trees, label);
 }
 
-void Profiler::Emit(std::vector<TreeCopy> &trees, const std::string &label) {
+void Profiler::Emit(std::vector<TreeCopy> &trees, const std::string &label,
+                    const std::unordered_map<TId, std::uint64_t> &threadCpu) {
     std::lock_guard lock(mutex_);
     const report::Profile p = cgprof::BuildProfile(trees, o_, mpi_, id_, threadNames_);
     if (!label.empty()) {
@@ -429,14 +485,23 @@ void Profiler::Emit(std::vector<TreeCopy> &trees, const std::string &label) {
         std::fflush(stderr);
         return;
     }
-    if (o_.out.top > 0) {
-        std::ostringstream table;
-        report::WriteTopTable(p, table, o_.out.top);
-        std::fputs(table.str().c_str(), stderr);
-    }
+    if (o_.out.top > 0) WriteTable(p, threadCpu);
     if (const std::string cut = report::TraceCutNote(p); !cut.empty()) std::fprintf(stderr, "cgprof: %s\n", cut.c_str());
     martini::clients::WriteOutputs(p, o_.out, outputDir_.Resolve(o_.out));
     std::fflush(stderr);
+}
+
+// The table at the end of the run. Time mode: over the threads that used CPU when the
+// runtime told the threads' CPU times (cgprof::TableOfWorkingThreads), ranked by self
+// CPU with `cpu`, else by self wall.
+void Profiler::WriteTable(const report::Profile &p, const std::unordered_map<TId, std::uint64_t> &threadCpu) {
+    std::ostringstream table;
+    const int rankBy = o_.cpu ? p.MetricIndex("cpu") : -1;
+    const std::optional<report::TableThreads> shown =
+        cgprof::TableOfWorkingThreads(p, threadCpu, cgprof::WhereEveryThreadIs(o_.out, outputDir_.Resolve(o_.out)));
+    if (shown) report::WriteTopTable(p, table, o_.out.top, rankBy, *shown);
+    else report::WriteTopTable(p, table, o_.out.top, rankBy);
+    std::fputs(table.str().c_str(), stderr);
 }
 
 // ---- Observers --------------------------------------------------------------------
@@ -476,6 +541,8 @@ struct Instance {
     LeaveObserver leave{profiler};
     martini::clients::Forward<IThreadStartEventObserver, Profiler, SThreadStartEventData, &Profiler::ThreadStarted>
         threadStart{profiler, DR_THREAD_ID | DR_THREAD_NAME};
+    martini::clients::Forward<IThreadEndEventObserver, Profiler, SThreadEndEventData, &Profiler::ThreadEnded> threadEnd{
+        profiler, DR_THREAD_ID};
     martini::clients::ForwardNoData<IVmShutdownEventObserver, Profiler, &Profiler::Finish> shutdown{profiler};
     martini::clients::ForwardNoData<IEcStartEventObserver, Profiler, &Profiler::Resume> start{profiler};
     martini::clients::ForwardNoData<IEcStopEventObserver, Profiler, &Profiler::Pause> stop{profiler};
@@ -510,6 +577,7 @@ extern "C" API_EXPORT TResult MPICL_Instantiate(IMpi *mpi, TId clientId, const c
     }
     // Optional: names of threads, external control, output directory.
     mpi->RegisterEvent(clientId, instance->threadStart);
+    if (opts.time) mpi->RegisterEvent(clientId, instance->threadEnd);
     mpi->RegisterEvent(clientId, instance->start);
     mpi->RegisterEvent(clientId, instance->stop);
     mpi->RegisterEvent(clientId, instance->command);
