@@ -297,14 +297,22 @@ if martini_lua:
               f"cannot write to the output directory '{ro}': Permission denied" in r.stderr
               and "program was not started" in r.stderr and "args:" not in r.stdout, r.stdout + r.stderr)
 
-    # No client loaded: said last, exit status non-zero.
-    r = run([martini, "run", "--client", "cgprof=tpo=5", "--output", out, "--", "lua", script], expect=None)
+    # A typo in a bundled client's options: caught before the program starts (its
+    # output absent), with the name it was meant to be.
+    r = run([martini, "run", "--client", "cgprof=tpo=5", "--output", out, "--", "lua", script], expect=1)
+    check("martini run: a client option's typo, before the program starts",
+          "client 'cgprof': unknown option 'tpo' (did you mean 'top'?)" in r.stderr and "args:" not in r.stdout,
+          r.stdout + r.stderr)
+    # No client loaded (one that fails in MPICL_Instantiate, which no check before the run
+    # can know): said last, exit status non-zero.
+    failing = os.path.join(build, "martini-core", "tests", "libfailing_client.so")
+    r = run([martini, "run", "--client", failing, "--output", out, "--", "lua", script], expect=None)
     last = r.stderr.strip().split("\n")[-1]
     check("martini run: no client loaded is an error, said last",
           r.returncode != 0 and "not produced" in last and "no client was loaded" in r.stderr
-          and "client cgprof failed" in r.stderr, r.stderr)
+          and "libfailing_client.so" in r.stderr, r.stderr)
     # One of two clients refused: the profile asked for is incomplete.
-    r = run([martini, "run", "--client", "cgprof=tpo=5", "--client", "callcount", "--output", out, "--", "lua", script],
+    r = run([martini, "run", "--client", failing, "--client", "callcount", "--output", out, "--", "lua", script],
             expect=1)
     check("martini run: one of two clients not loaded is an error, said last",
           "only 1 of 2 clients" in r.stderr and "not produced" in r.stderr.strip().split("\n")[-1], r.stderr)

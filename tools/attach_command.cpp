@@ -100,6 +100,7 @@ int ParseAttach(int argc, char **argv, AttachRequest &request) {
     }
     if (std::string e = ParseClients(clientOptions, request.specs); !e.empty()) return Fail("attach: " + e);
     if (std::string e = ResolveClients(request.specs); !e.empty()) return Fail("attach: " + e);
+    if (std::string e = CheckClientOptions(request.specs); !e.empty()) return Fail("attach: " + e);
     return -1;
 }
 

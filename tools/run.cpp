@@ -146,6 +146,8 @@ int Run(int argc, char **argv) {
 
     // Everything is checked before the program starts.
     if (std::string e = ResolveClients(request.specs); !e.empty()) return Fail("run: " + e);
+    // Each bundled client's options, by its own parser, before anything starts.
+    if (std::string e = CheckClientOptions(request.specs); !e.empty()) return Fail("run: " + e);
     std::vector<std::string> looked;
     const std::string host = recipe->find(looked);
     if (host.empty()) return Fail("run: " + recipe->host + " was not found (looked at " + Join(looked, ", ") + ")");
