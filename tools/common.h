@@ -17,6 +17,7 @@ namespace martini::tools {
 int Run(int argc, char **argv);      // run.cpp
 int Report(int argc, char **argv);   // report.cpp
 int Convert(int argc, char **argv);  // convert.cpp
+int Diff(int argc, char **argv);     // diff.cpp
 int Attach(int argc, char **argv);   // attach_command.cpp
 int Control(int argc, char **argv);  // control.cpp
 

@@ -3,6 +3,7 @@
 //   martini run ...       run.cpp (the runtimes it starts: runtimes.cpp; launch.cpp)
 //   martini report ...    report.cpp
 //   martini convert ...   convert.cpp
+//   martini diff ...      diff.cpp
 //   martini replay ...    replay_main.cpp (also martini-replay)
 //   martini attach ...    attach_command.cpp (the attach mechanism: attach.cpp)
 //   martini control ...   control.cpp
@@ -36,6 +37,7 @@ constexpr Subcommand kCommands[] = {
     {"run", martini::tools::Run, "run a program under Martini with profiler clients"},
     {"report", martini::tools::Report, "print the top-N table of a JSON profile"},
     {"convert", martini::tools::Convert, "convert a JSON profile to collapsed stacks, Chrome trace, pprof or HTML"},
+    {"diff", martini::tools::Diff, "compare two JSON profiles: the largest changes, a differential flame graph"},
     {"replay", Replay, "run clients over a recorded event trace, without a runtime"},
     {"attach", martini::tools::Attach, "profile a running JVM for a while, then leave it as it was"},
     {"control", martini::tools::Control, "pause, resume, sample, detach... the profilers in a running process"},

@@ -55,8 +55,12 @@ HtmlStats WriteHtml(const Profile &profile, std::ostream &out, const HtmlOptions
     if (!profile.mode.empty()) title.append(" (").append(profile.mode).append(")");
     std::string page(kHtmlTemplate);
     Fill(page, "MARTINI_TITLE", HtmlEscaped(title));
+    nlohmann::json extra = isPruned ? pruned.extra : nlohmann::json::object();
+    if (!options.diff.metric.empty()) {
+        extra["diff"] = {{"metric", options.diff.metric}, {"base", options.diff.base}, {"new", options.diff.now}};
+    }
     // The profile last: its text is not searched for markers.
-    Fill(page, "/*MARTINI_HTML_EXTRA*/", isPruned ? ScriptSafe(pruned.extra) : std::string("{}"));
+    Fill(page, "/*MARTINI_HTML_EXTRA*/", ScriptSafe(extra.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
     constexpr std::string_view kMarker = "/*MARTINI_PROFILE_JSON*/";
     const std::size_t at = page.find(kMarker);
     if (at == std::string::npos) {

@@ -213,10 +213,9 @@ void Finish(const Profile &in, std::vector<PrunedTree> &trees, HtmlProfile &out)
     }
     out.profile.merged = std::move(trees[0].tree);
     for (std::size_t i = 1; i < trees.size(); ++i) out.profile.threads.push_back(std::move(trees[i].tree));
-    json extra = {{"contexts", out.stats.contexts}, {"pruned", out.stats.prunedContexts},
-                  {"share", out.stats.share},       {"prunedFrame", prunedFrame},
-                  {"trees", std::move(extras)}};
-    out.extra = extra.dump();
+    out.extra = {{"contexts", out.stats.contexts}, {"pruned", out.stats.prunedContexts},
+                 {"share", out.stats.share},       {"prunedFrame", prunedFrame},
+                 {"trees", std::move(extras)}};
 }
 
 }  // namespace

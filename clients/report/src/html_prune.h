@@ -5,13 +5,13 @@
 
 #include "martini/report/views.h"
 
-#include <string>
+#include <nlohmann/json.hpp>
 
 namespace martini::report::detail {
 
 struct HtmlProfile {
     Profile profile;    // the pruned trees over the frames they use (no spans)
-    std::string extra;  // JSON for the page's <script id="martini-html">
+    nlohmann::json extra;  // for the page's <script id="martini-html">
     HtmlStats stats;
 };
 

@@ -1,11 +1,12 @@
 // The views of views.h: the HTML report of a large profile (pruned to a node budget,
-// totals and top rows exact), collapsed stacks per thread.
+// totals and top rows exact), collapsed stacks per thread, comparing two profiles.
 #include "martini/report/profile.h"
 #include "martini/report/views.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <map>
 #include <random>
 #include <sstream>
 #include <string>
@@ -247,6 +248,100 @@ TEST(CollapsedPerThread, DepthCapCountsMethodsNotTheThread) {
     EXPECT_EQ(stats.maxDepth, 8u);
     EXPECT_NE(out.str().find("main;r.R.m0;r.R.m1;r.R.m2;r.R.m3;r.R.m4;r.R.m5;r.R.m6;r.R.m7;[deeper_frames_cut];r.R.m9 1\n"),
               std::string::npos) << out.str();
+}
+
+// Two runs of one program whose frame tables are in different orders: main calls a
+// (slower in the new run) and b; c only in the base, d only in the new one.
+struct Runs {
+    report::Profile base, now;
+};
+
+Runs TwoRuns() {
+    Runs r;
+    r.base = TimeProfile(0);
+    r.now = TimeProfile(0);
+    for (const char *name : {"main", "a", "b", "c"}) r.base.frames.push_back(report::Frame{name, "", "", "", "", 0});
+    for (const char *name : {"d", "b", "a", "main"}) r.now.frames.push_back(report::Frame{name, "", "", "", "", 0});
+    report::Tree &bt = NewThread(r.base, 1, "main");
+    const std::uint32_t bm = bt.Add(0, 0, 2);
+    bt.nodes[bm].self = {1, 100};
+    bt.nodes[bt.Add(bm, 1, 2)].self = {10, 1000};
+    bt.nodes[bt.Add(bm, 2, 2)].self = {10, 500};
+    bt.nodes[bt.Add(bm, 3, 2)].self = {1, 50};
+    report::Tree &nt = NewThread(r.now, 7, "main");
+    const std::uint32_t nm = nt.Add(0, 3, 2);
+    nt.nodes[nm].self = {1, 100};
+    nt.nodes[nt.Add(nm, 2, 2)].self = {10, 4000};
+    nt.nodes[nt.Add(nm, 1, 2)].self = {10, 300};
+    nt.nodes[nt.Add(nm, 0, 2)].self = {1, 20};
+    r.base.Merge();
+    r.now.Merge();
+    return r;
+}
+
+TEST(Diff, MetricInCommonOrWhyNot) {
+    Runs r = TwoRuns();
+    std::size_t b = 9, n = 9;
+    EXPECT_EQ(report::DiffMetric(r.base, r.now, "", b, n), "");  // wall, measured in both
+    EXPECT_EQ(b, 1u);
+    EXPECT_EQ(n, 1u);
+    EXPECT_EQ(report::DiffMetric(r.base, r.now, "calls", b, n), "");
+    EXPECT_EQ(n, 0u);
+    EXPECT_EQ(report::DiffMetric(r.base, r.now, "cpu", b, n), "no metric 'cpu' in the new profile; it has calls, wall");
+    r.base.metrics = {{"calls", "count"}};
+    EXPECT_EQ(report::DiffMetric(r.base, r.now, "", b, n),
+              "no metric 'wall' in the base profile; it has calls (--metric NAME chooses another)");
+    r.base.metrics = {{"calls", "count"}, {"wall", "bytes"}};
+    EXPECT_EQ(report::DiffMetric(r.base, r.now, "wall", b, n),
+              "metric 'wall' is in bytes in the base profile but in nanoseconds in the new one");
+}
+
+TEST(Diff, MethodsByNameLargestChangeFirst) {
+    const Runs r = TwoRuns();
+    const auto rows = report::DiffMethods(r.base, r.now, 1, 1);
+    ASSERT_EQ(rows.size(), 5u);
+    EXPECT_EQ(rows[0].method, "a");
+    EXPECT_EQ(rows[0].base, 1000u);
+    EXPECT_EQ(rows[0].now, 4000u);
+    EXPECT_EQ(rows[1].method, "b");  // -200
+    EXPECT_EQ(rows[2].method, "c");  // -50: gone
+    EXPECT_EQ(rows[2].now, 0u);
+    EXPECT_EQ(rows[3].method, "d");  // +20: new
+    EXPECT_EQ(rows[4].method, "main");
+    std::ostringstream out;
+    report::WriteDiffTable(r.base, r.now, 1, 1, out, 10);
+    EXPECT_EQ(out.str(),
+              "diff of self wall per method: base 1.650 us, new 4.420 us (+2.770 us, x2.68); top 5 of 5 methods by change\n"
+              "method  base us  new us  delta us  ratio\n"
+              "a         1.000   4.000    +3.000  x4.00\n"
+              "b         0.500   0.300    -0.200  x0.60\n"
+              "c         0.050   0.000    -0.050   gone\n"
+              "d         0.000   0.020    +0.020    new\n"
+              "main      0.100   0.100         0  x1.00\n");
+}
+
+TEST(Diff, TreesMergedByCallPathAndFrameName) {
+    const Runs r = TwoRuns();
+    const report::Profile d = report::DiffProfile(r.base, r.now, 1, 1);
+    ASSERT_EQ(d.metrics.size(), 2u);
+    EXPECT_EQ(d.metrics[0].name, "new");
+    EXPECT_EQ(d.metrics[1].name, "base");
+    EXPECT_TRUE(d.threads.empty());
+    std::map<std::string, std::vector<std::uint64_t>> byPath;
+    for (std::size_t i = 1; i < d.merged.nodes.size(); ++i) {
+        std::string path;
+        for (std::uint32_t at = std::uint32_t(i); at != 0; at = d.merged.nodes[at].parent) {
+            path.insert(0, "/" + d.frames[d.merged.nodes[at].frame].name);
+        }
+        byPath[path] = d.merged.nodes[i].self;
+    }
+    const std::map<std::string, std::vector<std::uint64_t>> want{
+        {"/main", {100, 100}}, {"/main/a", {4000, 1000}}, {"/main/b", {300, 500}}, {"/main/c", {0, 50}}, {"/main/d", {20, 0}}};
+    EXPECT_EQ(byPath, want);
+    std::ostringstream page;
+    report::WriteDiffHtml(r.base, r.now, 1, 1, "base.json", "new.json", page);
+    const Page scripts = Scripts(page.str());
+    EXPECT_EQ(scripts.extra["diff"], json::parse(R"({"metric": "wall", "base": "base.json", "new": "new.json"})"));
 }
 
 }  // namespace
