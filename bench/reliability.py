@@ -143,6 +143,28 @@ for name, (classes, main, prefix, args) in programs.items():
     else:
         record("oracle", name, "passed", f"{sum(expected.values())} calls{f', {said} said lost' if said else ''}")
 
+def until_ready_then(args, sig, d):
+    """Starts args in a new session (signals as from a terminal, whatever this script
+    inherited), waits for its "ready" line, sends sig; the completed process (None: hung)."""
+    p = subprocess.Popen(args, cwd=d, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True,
+                         preexec_fn=lambda: [signal.signal(s, signal.SIG_DFL) for s in (signal.SIGINT, signal.SIGHUP)])
+    deadline = time.time() + 60
+    line = ""
+    while time.time() < deadline and "ready" not in line:
+        line = p.stdout.readline()
+        if not line and p.poll() is not None:
+            break
+    p.send_signal(sig)
+    try:
+        out, err = p.communicate(timeout=60)
+        return subprocess.CompletedProcess(p.args, p.returncode, out, err)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+        return subprocess.CompletedProcess(p.args, None, out, err)
+
+
 # ---- 2. Every way a program ends, under `martini run` ---------------------------------
 CLIENTS = ["--client", "callcount=include=rel.,out=calls.txt", "--client", "cgprof=include=rel.,top=5"]
 
@@ -190,25 +212,8 @@ for mode in ["normal", "exit3", "uncaught", "thread-uncaught", "daemons", "halt"
 
 for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
     d = case_dir("signal-" + sig.name)
-    p = subprocess.Popen([martini, "run", *CLIENTS, "--output", os.path.join(d, "out"), "--", "java", "-cp", endings,
-                          "rel.Endings", "wait"], cwd=d, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         start_new_session=True,  # signals as from a terminal, whatever this script inherited
-                         preexec_fn=lambda: [signal.signal(s, signal.SIG_DFL) for s in (signal.SIGINT, signal.SIGHUP)])
-    deadline = time.time() + 60
-    line = ""
-    while time.time() < deadline and "ready" not in line:
-        line = p.stdout.readline()
-        if not line and p.poll() is not None:
-            break
-    p.send_signal(sig)
-    try:
-        out, err = p.communicate(timeout=60)
-        code = p.returncode
-    except subprocess.TimeoutExpired:
-        p.kill()
-        out, err = p.communicate()
-        code = None
-    r = subprocess.CompletedProcess(p.args, code, out, err)
+    r = until_ready_then([martini, "run", *CLIENTS, "--output", os.path.join(d, "out"), "--", "java", "-cp", endings,
+                          "rel.Endings", "wait"], sig, d)
     check_profile("signal", sig.name, r, d, 128 + sig)
 
 # ---- 3. Bad clients, configurations and disks ------------------------------------------
@@ -340,26 +345,6 @@ def calls_in(path, name):
     frames = [f["name"] for f in p["frames"]]
     k = [m["name"] for m in p["metrics"]].index("calls")
     return sum(n[2 + k] for n in p["merged"]["nodes"][1:] if frames[n[1]] == name)
-
-
-def until_ready_then(args, sig, d):
-    p = subprocess.Popen(args, cwd=d, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         start_new_session=True,
-                         preexec_fn=lambda: [signal.signal(s, signal.SIG_DFL) for s in (signal.SIGINT, signal.SIGHUP)])
-    deadline = time.time() + 60
-    line = ""
-    while time.time() < deadline and "ready" not in line:
-        line = p.stdout.readline()
-        if not line and p.poll() is not None:
-            break
-    p.send_signal(sig)
-    try:
-        out, err = p.communicate(timeout=60)
-        return subprocess.CompletedProcess(p.args, p.returncode, out, err)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        out, err = p.communicate()
-        return subprocess.CompletedProcess(p.args, None, out, err)
 
 
 def check_runtime_case(group, case, r, d, status, method, least):
