@@ -303,6 +303,11 @@ if martini_lua:
     check("martini run: a client option's typo, before the program starts",
           "client 'cgprof': unknown option 'tpo' (did you mean 'top'?)" in r.stderr and "args:" not in r.stdout,
           r.stdout + r.stderr)
+    for name in ("callcount", "heapprof", "threadprof", "conformance"):
+        r = run([martini, "run", "--client", f"{name}=bogus-option", "--output", out, "--", "lua", script], expect=1)
+        check(f"martini run: {name}'s unknown option, before the program starts",
+              f"client '{name}': unknown option 'bogus-option'" in r.stderr and "args:" not in r.stdout,
+              r.stdout + r.stderr)
     # No client loaded (one that fails in MPICL_Instantiate, which no check before the run
     # can know): said last, exit status non-zero.
     failing = os.path.join(build, "martini-core", "tests", "libfailing_client.so")
