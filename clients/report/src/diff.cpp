@@ -19,28 +19,7 @@ std::string MetricNames(const Profile &p) {
     return names.empty() ? "none" : names;
 }
 
-// A quantity's unit for the table, as the top table chooses it for the larger whole.
-struct Unit {
-    const char *name;  // "" for counts
-    double divisor;
-};
-
-Unit UnitOf(const Metric &metric, std::uint64_t whole) {
-    if (metric.unit == "nanoseconds") {
-        if (whole < 10'000'000) return {"us", 1e3};
-        if (whole < 100'000'000'000) return {"ms", 1e6};
-        return {"s", 1e9};
-    }
-    if (metric.unit == "bytes") {
-        if (whole < 10 * 1024) return {"B", 1};
-        if (whole < 10ull * 1024 * 1024) return {"KiB", 1024.0};
-        if (whole < 10ull * 1024 * 1024 * 1024) return {"MiB", 1024.0 * 1024};
-        return {"GiB", 1024.0 * 1024 * 1024};
-    }
-    return {"", 1};
-}
-
-std::string Amount(double value, const Unit &unit, bool sign = false) {
+std::string Amount(double value, const QuantityUnit &unit, bool sign = false) {
     if (sign && value == 0) return "0";
     char text[48];
     const char *format = sign ? "%+.*f" : "%.*f";
@@ -125,15 +104,15 @@ void WriteDiffTable(const Profile &base, const Profile &now, std::size_t baseMet
                     std::ostream &out, std::size_t topN) {
     const Metric &metric = now.metrics[newMetric];
     const std::uint64_t baseWhole = Whole(base, baseMetric), newWhole = Whole(now, newMetric);
-    const Unit unit = UnitOf(metric, std::max(baseWhole, newWhole));
-    const std::string suffix = *unit.name ? std::string(" ") + unit.name : std::string();
+    const QuantityUnit unit = UnitFor(metric, std::max(baseWhole, newWhole));
+    const std::string suffix = unit.name != metric.name ? " " + unit.name : std::string();
     const auto rows = DiffMethods(base, now, baseMetric, newMetric);
     const std::size_t shown = std::min(topN, rows.size());
     out << "diff of self " << metric.name << " per method: base " << Amount(double(baseWhole), unit) << suffix << ", new "
         << Amount(double(newWhole), unit) << suffix << " ("
         << Amount(double(newWhole) - double(baseWhole), unit, true) << suffix << ", " << Ratio(baseWhole, newWhole)
         << "); top " << shown << " of " << rows.size() << " methods by change\n";
-    const std::string in = *unit.name ? std::string(" ") + unit.name : " " + metric.name;
+    const std::string in = " " + unit.name;
     std::vector<std::vector<std::string>> table{{"method", "base" + in, "new" + in, "delta" + in, "ratio"}};
     for (std::size_t i = 0; i < shown; ++i) {
         const DiffRow &r = rows[i];

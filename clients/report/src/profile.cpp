@@ -236,22 +236,6 @@ std::vector<TableRow> TopFrames(const Profile &profile, std::size_t metric) {
     return RankFrames(profile, profile.merged, metric);
 }
 
-namespace {
-
-std::string Percent(std::uint64_t part, std::uint64_t whole) {
-    if (whole == 0) return "-";
-    std::ostringstream s;
-    s << std::fixed << std::setprecision(1) << 100.0 * double(part) / double(whole) << "%";
-    return s.str();
-}
-
-// Quantities in the unit that suits the profile's whole: times in us, ms or s; bytes
-// in B, KiB, MiB or GiB; counts as they are.
-struct QuantityUnit {
-    std::string name;  // "ms", "KiB", or the metric's name for counts
-    double divisor = 1;
-};
-
 QuantityUnit UnitFor(const Metric &metric, std::uint64_t whole) {
     if (metric.unit == "nanoseconds") {
         if (whole < 10'000'000) return {"us", 1e3};
@@ -265,6 +249,16 @@ QuantityUnit UnitFor(const Metric &metric, std::uint64_t whole) {
         return {"GiB", 1024.0 * 1024 * 1024};
     }
     return {metric.name, 1};
+}
+
+
+namespace {
+
+std::string Percent(std::uint64_t part, std::uint64_t whole) {
+    if (whole == 0) return "-";
+    std::ostringstream s;
+    s << std::fixed << std::setprecision(1) << 100.0 * double(part) / double(whole) << "%";
+    return s.str();
 }
 
 std::string InUnit(std::uint64_t value, const QuantityUnit &unit) {

@@ -138,6 +138,15 @@ std::vector<TableRow> TopFrames(const Profile &profile, std::size_t metric);
 // The top-N table people read on a terminal: method, calls, self %, total % (and
 // self/total time when the profile has a time metric). Ranked by `metric`, or when
 // it is -1 by wall time if measured, else the default metric.
+// The unit a quantity of `metric` is shown in, chosen for the larger `whole`: times in
+// us, ms or s, bytes in B, KiB, MiB or GiB; counts as they are (the metric's name,
+// divisor 1). The top table and martini diff use it.
+struct QuantityUnit {
+    std::string name;
+    double divisor = 1;
+};
+QuantityUnit UnitFor(const Metric &metric, std::uint64_t whole);
+
 void WriteTopTable(const Profile &profile, std::ostream &out, std::size_t topN, int metric = -1);
 
 // The threads a table is over when it is not over all of them (cgprof's exact time
