@@ -523,17 +523,13 @@ TResult InterpProvider::DescribeMethod(TId id, BitSet, core::MethodFacts &f) noe
 TResult InterpProvider::DescribeThread(TId id, BitSet requested, unsigned maxFrames,
                                        core::ThreadFacts &f) noexcept {
     bool alive = false;
-    if (const TResult r = threads_.DescribeRecorded(id, f, alive); r != MRTE_RESULT_OK) return r;
+    const ThreadRecord *found = nullptr;
+    if (const TResult r = threads_.DescribeRecorded(id, f, alive, &found); r != MRTE_RESULT_OK) return r;
     if (alive) {
         f.state = TS_RUNNING;
         f.given |= DR_THREAD_STATE;
     }
-    const ThreadRecord *found;
-    {
-        const auto lock = threads_.Locked();
-        found = threads_.Find(lock, id);
-    }
-    const ThreadRecord &t = *found;  // records stay where they are
+    const ThreadRecord &t = *found;
     // A thread's stack changes without the lock, on its own OS thread, so only that
     // thread can read it: from a handler of its own event.
     if ((requested & DR_VM_CALL_STACK) && Current() == &t) {

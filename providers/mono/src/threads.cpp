@@ -186,12 +186,9 @@ void Threads::EndAll(bool othersToo) {
 
 TResult Threads::Describe(TId id, BitSet requested, unsigned maxFrames, core::ThreadFacts &f) {
     bool alive = false;
-    if (const TResult r = threads_.DescribeRecorded(id, f, alive); r != MRTE_RESULT_OK) return r;
-    uintptr_t tid = 0;
-    {
-        const auto lock = threads_.Locked();
-        tid = static_cast<uintptr_t>(threads_.Find(lock, id)->osKey);
-    }
+    const Record *record = nullptr;
+    if (const TResult r = threads_.DescribeRecorded(id, f, alive, &record); r != MRTE_RESULT_OK) return r;
+    const auto tid = static_cast<uintptr_t>(record->osKey);  // set once, at the record's making
     // The call stack: the calling thread's own, from its shadow stack (Mono's stack
     // walk finds no frames inside enter/leave). Other threads' stacks move under us.
     const ThreadContext *self = tContext;

@@ -90,8 +90,9 @@ public:
     }
     // What the record tells of a thread: its name and group (when known), its parent,
     // and TS_TERMINATED when it has ended; `alive` says whether the provider has more
-    // to ask of the runtime. MRTE_ERROR_ILLEGAL_ID for an unknown or hidden thread.
-    Martini::MPI::TResult DescribeRecorded(TId id, ThreadFacts &f, bool &alive) const {
+    // to ask of the runtime, and `record` (when not null) the record itself (records
+    // stay where they are). MRTE_ERROR_ILLEGAL_ID for an unknown or hidden thread.
+    Martini::MPI::TResult DescribeRecorded(TId id, ThreadFacts &f, bool &alive, const Record **record = nullptr) const {
         using namespace Martini::MPI;
         const Lock l = Locked();
         if (id == 0 || id > records_.size()) return MRTE_ERROR_ILLEGAL_ID;
@@ -108,6 +109,7 @@ public:
             f.given |= DR_THREAD_PARENT_ID;
         }
         alive = r.alive;
+        if (record != nullptr) *record = &r;
         if (!alive) {
             f.state = TS_TERMINATED;
             f.given |= DR_THREAD_STATE;
