@@ -15,6 +15,7 @@
 #   micro  bench/java/CallHeavy.java (~100 M calls: recursion, virtual calls, exceptions)
 # Configurations:
 #   plain         no agent
+#   plain-again   plain once more: the A/A control (how far two identical runs differ)
 #   none-wanted   the agent with callcount filtering out every class (classes parsed, none rewritten)
 #   counts        every method instrumented, bench/clients/count_only (a per-thread counter:
 #                 the framework's own cost per call)
@@ -53,13 +54,13 @@ javac_cmd() { java "$@" -m jdk.compiler/com.sun.tools.javac.Main -nowarn -XDigno
   --patch-module java.base="$work/java.base" -d "$work/out" @"$work/sources.txt"; }
 micro_cmd() { java "$@" -cp "$work/micro" CallHeavy; }
 
-configs=(plain none-wanted counts counts+time callcount cgprof-counts cgprof-time cgprof-lines jvmti-entry)
+configs=(plain plain-again none-wanted counts counts+time callcount cgprof-counts cgprof-time cgprof-lines jvmti-entry)
 if [ -n "${CONFIGS:-}" ]; then
   read -r -a chosen <<<"$CONFIGS"
   configs=(plain)
   for c in "${chosen[@]}"; do
     [ "$c" = plain ] && continue
-    case " none-wanted counts counts+time callcount cgprof-counts cgprof-time cgprof-lines jvmti-entry cgprof-sample " in
+    case " plain-again none-wanted counts counts+time callcount cgprof-counts cgprof-time cgprof-lines jvmti-entry cgprof-sample " in
       *" $c "*) configs+=("$c") ;;
       *) echo "unknown configuration '$c'"; exit 2 ;;
     esac
@@ -70,7 +71,7 @@ if [ -n "${OTHER_BUILD:-}" ]; then
     [ -f "$OTHER_BUILD/$f" ] || { echo "OTHER_BUILD: build $OTHER_BUILD first ($f is missing)"; exit 1; }
   done
   for c in "${configs[@]}"; do
-    case $c in plain|jvmti-entry) ;; *) configs+=("other:$c") ;; esac
+    case $c in plain|plain-again|jvmti-entry) ;; *) configs+=("other:$c") ;; esac
   done
 fi
 args_for() {
@@ -81,7 +82,7 @@ args_for() {
     config=${config#other:}
   fi
   case $config in
-    plain) ;;
+    plain|plain-again) ;;
     none-wanted) echo "-agentpath:$agent=callcount=include=no.such.package.,out=/dev/null" ;;
     counts) echo "-agentpath:$agent=$count" ;;
     counts+time) echo "-agentpath:$agent=$count=time" ;;
@@ -99,7 +100,11 @@ declare -A times
 for workload in "${workloads[@]}"; do
   echo "== $workload" >&2
   for ((r = 1; r <= reps; r++)); do
-    for c in "${configs[@]}"; do
+    # Each round starts one configuration later than the one before, so that no
+    # configuration always runs right after the same other (caches, CPU frequency).
+    n=${#configs[@]}
+    for ((i = 0; i < n; i++)); do
+      c=${configs[$(((i + r - 1) % n))]}
       # shellcheck disable=SC2046
       start=$(date +%s.%N)
       if [ "$workload" = javac ]; then

@@ -16,6 +16,7 @@
 #   micro       bench/mono/CallHeavy.cs (~110 M calls: recursion, interface calls, exceptions)
 # Configurations:
 #   plain        no profiler
+#   plain-again  plain once more: the A/A control (how far two identical runs differ)
 #   no-inline    no profiler, Mono's inliner off (-O=-aot,-inline): what an instrumented
 #                method loses, since Mono never inlines one
 #   mono-floor   bench/mono/floor_module.cpp: every method instrumented, empty enter and
@@ -58,13 +59,13 @@ trap 'rm -rf "$work"' EXIT
 mcs -optimize+ -nologo -out:"$work/CallHeavy.exe" bench/mono/CallHeavy.cs
 export LD_LIBRARY_PATH="$module_dir:$floor_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
-configs=(plain no-inline mono-floor mono-sample-floor none-wanted counts cgprof-time samples cgprof-sample log-calls log-sample)
+configs=(plain plain-again no-inline mono-floor mono-sample-floor none-wanted counts cgprof-time samples cgprof-sample log-calls log-sample)
 if [ -n "${CONFIGS:-}" ]; then
   read -r -a chosen <<<"$CONFIGS"
   configs=(plain)
   for c in "${chosen[@]}"; do
     [ "$c" = plain ] && continue
-    case " no-inline mono-floor mono-sample-floor none-wanted counts cgprof-time samples cgprof-sample log-calls log-sample " in
+    case " plain-again no-inline mono-floor mono-sample-floor none-wanted counts cgprof-time samples cgprof-sample log-calls log-sample " in
       *" $c "*) configs+=("$c") ;;
       *) echo "unknown configuration '$c'"; exit 2 ;;
     esac
@@ -94,7 +95,7 @@ args_for() {
     config=${config#other:}
   fi
   case $config in
-    plain) echo "-O=-aot" ;;
+    plain|plain-again) echo "-O=-aot" ;;
     no-inline) echo "-O=-aot,-inline" ;;
     mono-floor) echo "-O=-aot --profile=floor" ;;
     mono-sample-floor) echo "-O=-aot --profile=floor:sample" ;;
@@ -112,7 +113,11 @@ declare -A times
 for workload in "${workloads[@]}"; do
   echo "== $workload" >&2
   for ((r = 1; r <= reps; r++)); do
-    for c in "${configs[@]}"; do
+    # Each round starts one configuration later than the one before, so that no
+    # configuration always runs right after the same other (caches, CPU frequency).
+    n=${#configs[@]}
+    for ((i = 0; i < n; i++)); do
+      c=${configs[$(((i + r - 1) % n))]}
       start=$(date +%s.%N)
       # shellcheck disable=SC2046
       if [ "$workload" = nrefactory ]; then
