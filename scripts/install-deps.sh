@@ -18,6 +18,7 @@ packages=(
 )
 if [ "${1:-}" = "--test" ]; then
   packages+=(chromium golang-go)       # the HTML report's browser test; `go tool pprof`
+  packages+=(lcov libxml2-utils)       # coverage: genhtml reads the tracefile, xmllint the Cobertura XML
 fi
 missing=()
 for p in "${packages[@]}"; do

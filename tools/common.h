@@ -18,6 +18,7 @@ int Run(int argc, char **argv);      // run.cpp
 int Report(int argc, char **argv);   // report.cpp
 int Convert(int argc, char **argv);  // convert.cpp
 int Diff(int argc, char **argv);     // diff.cpp
+int Coverage(int argc, char **argv); // coverage_command.cpp
 int Attach(int argc, char **argv);   // attach_command.cpp
 int Control(int argc, char **argv);  // control.cpp
 

@@ -4,6 +4,7 @@
 //   martini report ...    report.cpp
 //   martini convert ...   convert.cpp
 //   martini diff ...      diff.cpp
+//   martini coverage ...  coverage_command.cpp
 //   martini replay ...    replay_main.cpp (also martini-replay)
 //   martini attach ...    attach_command.cpp (the attach mechanism: attach.cpp)
 //   martini control ...   control.cpp
@@ -38,6 +39,7 @@ constexpr Subcommand kCommands[] = {
     {"report", martini::tools::Report, "print the top-N table of a JSON profile"},
     {"convert", martini::tools::Convert, "convert a JSON profile to collapsed stacks, Chrome trace, pprof or HTML"},
     {"diff", martini::tools::Diff, "compare two JSON profiles: the largest changes, a differential flame graph"},
+    {"coverage", martini::tools::Coverage, "merge coverage tracefiles of many processes into one"},
     {"replay", Replay, "run clients over a recorded event trace, without a runtime"},
     {"attach", martini::tools::Attach, "profile a running JVM for a while, then leave it as it was"},
     {"control", martini::tools::Control, "pause, resume, sample, detach... the profilers in a running process"},

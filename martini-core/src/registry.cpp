@@ -384,7 +384,7 @@ ClientMask Registry::Interest(EEventGroup group, TId elementId, void *filterData
     if (!cache.insert(entry, elementId)) return entry->second;
     ClientMask mask = 0;
     for (const auto &client : Clients()) {
-        bool observes = false;
+        bool observes = group == EG_COVERAGE && client->coverageItems != 0;
         for (const auto &r : client->Registrations()) observes |= EventGroupOf(r.event) == group;
         if (!observes) continue;
         IEventFilter *filter = client->filters[group];
@@ -409,6 +409,10 @@ ClientMask Registry::Interest(EEventGroup group, TId elementId, void *filterData
                         wants = static_cast<IThreadInteractionFilter *>(filter)->ShouldNotify(
                             *static_cast<SThreadInteractionFilterData *>(filterData));
                         break;
+                    case EG_COVERAGE:
+                        wants = static_cast<ICoverageFilter *>(filter)->ShouldNotify(
+                            *static_cast<SCoverageFilterData *>(filterData));
+                        break;
                     default:
                         break;
                 }
@@ -426,6 +430,10 @@ ClientMask Registry::Interest(EEventGroup group, TId elementId, void *filterData
         if (wants) mask |= ClientMask{1} << client->index;
     }
     entry->second = mask;
+    if (group == EG_COVERAGE && mask != 0) {
+        std::lock_guard lock(coverageMutex_);
+        covered_.emplace_back(elementId, mask);
+    }
     return mask;
 }
 
@@ -495,6 +503,10 @@ ClientMask Core::HeapInterest(TId classId, SHeapFilterData &data) {
 ClientMask Core::MonitorInterest(TId classId, SMonitorFilterData &data) {
     return registry_->Interest(EG_MONITOR, classId, &data);
 }
+ClientMask Core::CoverageInterest(TId methodId, SCoverageFilterData &data) {
+    return registry_->Interest(EG_COVERAGE, methodId, &data);
+}
+BitSet Core::CoverageRequested() const noexcept { return registry_->CoverageRequested(); }
 ClientMask Core::ThreadInteractionInterest(TId methodId, SThreadInteractionFilterData &data) {
     return registry_->Interest(EG_THREAD_INTERACTION, methodId, &data);
 }

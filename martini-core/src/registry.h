@@ -64,6 +64,9 @@ public:
     unsigned int GetApiVersion() noexcept override { return MARTINI_MPI_VERSION; }
     TResult SetAllocationSamplingInterval(TId clientId, unsigned int bytes) noexcept override;
     TResult SetSamplingRate(TId clientId, unsigned int hz, ESamplingClock clock) noexcept override;
+    TResult RequestCoverage(TId clientId, BitSet items) noexcept override;
+    TResult GetCoveredMethods(TId clientId, SIdArray *pData) noexcept override;
+    TResult GetCoverageInfo(TId clientId, TId methodId, BitSet requested, SCoverageInfo *pData) noexcept override;
 
     // ---- Core's side
     Provider &provider() noexcept { return provider_; }
@@ -81,6 +84,7 @@ public:
     // was (0 when delivery had already stopped).
     ClientMask StopDelivery() noexcept;
     ClientMask Interest(EEventGroup group, TId elementId, void *filterData);
+    BitSet CoverageRequested() const noexcept { return coverageRequested_.load(std::memory_order_acquire); }
     void CountReentrant() noexcept { reentrant_.fetch_add(1, std::memory_order_relaxed); }
     void ReportHandlerFailure(std::uint32_t clientIndex, TEventType event) noexcept;
     Diagnostics GetDiagnostics() const noexcept;
@@ -106,6 +110,7 @@ private:
         }
         std::array<IEventFilter *, EG_LAST> filters{};
         std::array<bool, EG_LAST> groupEnabled{};
+        BitSet coverageItems = 0;  // IMpi::RequestCoverage (INSTANTIATE only)
         std::atomic<std::uint64_t> handlerFailures{0};
         std::atomic<bool> failureLogged{false};
         std::atomic<bool> filterFailureLogged{false};
@@ -149,6 +154,12 @@ private:
 
     using InterestCache = tbb::concurrent_hash_map<TId, ClientMask>;
     std::array<InterestCache, EG_LAST> interest_;
+
+    // The methods some client covers, in the order they were instrumented, with the
+    // clients covering each (coverageMutex_): GetCoveredMethods lists them.
+    std::mutex coverageMutex_;
+    std::vector<std::pair<TId, ClientMask>> covered_;
+    std::atomic<BitSet> coverageRequested_{0};
 
     std::atomic<std::uint64_t> reentrant_{0};
     std::atomic<std::uint64_t> handlerFailures_{0};

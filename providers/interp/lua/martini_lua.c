@@ -55,10 +55,20 @@ static void Report(const char *what, martini_status s) {
 
 /* ---- Method ids: an open-addressing table from a function's key to its id ---------- */
 
+/* A covered function's line counters (Martini's, martini_coverage_counters): the
+ * counter of line L is counts[row[L - first] - 1] when row[L - first] is not 0. */
+typedef struct {
+    uint64_t *counts;
+    int first;
+    int span;
+    uint32_t *row;
+} Coverage;
+
 typedef struct {
     uintptr_t a; /* Lua: the chunk's source string; C: the function's address */
     intptr_t b;  /* Lua: the first line; C: -1 */
     martini_method_id id;
+    Coverage *cov; /* NULL: not covered */
 } MethodSlot;
 
 static MethodSlot *gSlots;
@@ -211,8 +221,79 @@ static int NameFromSource(const char *source, int line, char *out, size_t size) 
     return 1;
 }
 
-/* The id of the function running in `ar` (a call hook's), registered on first sight. */
-static martini_method_id MethodOf(lua_State *L, lua_Debug *ar) {
+static int gCoverage; /* some client covers functions: lines are counted */
+static int gCalls;    /* some client wants calls: enter and exit are reported */
+
+static int CompareInts(const void *x, const void *y) {
+    const int a = *(const int *)x, b = *(const int *)y;
+    return (a > b) - (a < b);
+}
+
+/* The lines of the Lua function in `ar` that have code, sorted, as line-table rows
+ * (offset = line): the blocks coverage counts. Returns the number of rows (0 when out
+ * of memory; *rows is then NULL). */
+static size_t ActiveLines(lua_State *L, lua_Debug *ar, martini_line **rows) {
+    *rows = NULL;
+    lua_getinfo(L, "L", ar); /* pushes a table whose keys are the active lines */
+    if (!lua_istable(L, -1)) {
+        lua_pop(L, 1);
+        return 0;
+    }
+    size_t n = 0, capacity = 16;
+    int *lines = malloc(capacity * sizeof *lines);
+    lua_pushnil(L);
+    while (lines != NULL && lua_next(L, -2) != 0) {
+        lua_pop(L, 1);
+        if (n == capacity) {
+            int *grown = realloc(lines, (capacity *= 2) * sizeof *lines);
+            if (grown == NULL) free(lines);
+            lines = grown;
+            if (lines == NULL) break;
+        }
+        lines[n++] = (int)lua_tointeger(L, -1);
+    }
+    if (lines == NULL) {
+        lua_settop(L, lua_gettop(L) - (lua_istable(L, -1) ? 1 : 2)); /* the table, maybe a key */
+        return 0;
+    }
+    lua_pop(L, 1);
+    qsort(lines, n, sizeof *lines, CompareInts);
+    *rows = malloc((n ? n : 1) * sizeof **rows);
+    for (size_t i = 0; *rows != NULL && i < n; ++i) {
+        (*rows)[i].offset = (uint32_t)lines[i];
+        (*rows)[i].line = (uint32_t)lines[i];
+    }
+    free(lines);
+    return *rows ? n : 0;
+}
+
+/* The counters of covered method `id` registered with `rows`, or NULL. */
+static Coverage *CoverageOf(martini_method_id id, const martini_line *rows, size_t n) {
+    uint64_t *counts;
+    size_t count;
+    if (n == 0 || !martini_method_covered(gInterp, id)) return NULL;
+    martini_status s = martini_coverage_counters(gInterp, id, &counts, &count);
+    if (s != MARTINI_OK) {
+        Report("martini_coverage_counters", s);
+        return NULL;
+    }
+    Coverage *cov = calloc(1, sizeof *cov);
+    if (cov == NULL) return NULL;
+    cov->counts = counts;
+    cov->first = (int)rows[0].line;
+    cov->span = (int)rows[n - 1].line - cov->first + 1;
+    cov->row = calloc((size_t)cov->span, sizeof *cov->row);
+    if (cov->row == NULL) {
+        free(cov);
+        return NULL;
+    }
+    for (size_t i = 0; i < n && i < count; ++i) cov->row[rows[i].line - (uint32_t)cov->first] = (uint32_t)i + 1;
+    return cov;
+}
+
+/* The slot of the function running in `ar` (a hook's), registered on first sight;
+ * NULL when it could not be. */
+static MethodSlot *SlotOfFunction(lua_State *L, lua_Debug *ar) {
     lua_getinfo(L, "S", ar);
     const int isC = ar->what[0] == 'C';
     uintptr_t a;
@@ -227,8 +308,7 @@ static martini_method_id MethodOf(lua_State *L, lua_Debug *ar) {
         b = ar->linedefined;
     }
     MethodSlot *slot = Find(a, b);
-    if (slot == NULL) return 0;
-    if (slot->id != 0) return slot->id;
+    if (slot == NULL || slot->id != 0) return slot;
 
     char name[256], cls[256];
     if (ar->what[0] == 'm') {
@@ -248,24 +328,36 @@ static martini_method_id MethodOf(lua_State *L, lua_Debug *ar) {
         ChunkName(ar->short_src, cls, sizeof cls);
     }
     martini_line line = {0, ar->linedefined > 0 ? (uint32_t)ar->linedefined : 0};
+    martini_line *rows = NULL;
+    /* Covered: one row per line with code, so that each line is a block. */
+    const size_t rowCount = gCoverage && !isC ? ActiveLines(L, ar, &rows) : 0;
     martini_method_info info = {0};
     info.name = name;
     info.class_name = cls;
     info.source_file = isC ? NULL : ar->short_src;
     info.flags = isC ? MARTINI_METHOD_NATIVE : MARTINI_METHOD_PUBLIC;
-    info.lines = isC ? NULL : &line;
-    info.line_count = isC ? 0 : 1;
+    info.lines = isC ? NULL : rowCount ? rows : &line;
+    info.line_count = isC ? 0 : rowCount ? rowCount : 1;
     const martini_method_id id = gNextId++;
     martini_status s = martini_method_register(gInterp, id, &info);
     if (s != MARTINI_OK) {
+        free(rows);
         Report("martini_method_register", s);
-        return 0;
+        return NULL;
     }
     slot->a = a;
     slot->b = b;
     slot->id = id;
+    slot->cov = CoverageOf(id, rows, rowCount);
     ++gUsed;
-    return id;
+    free(rows);
+    return slot;
+}
+
+/* The id of the function running in `ar`, registered on first sight (0: it could not be). */
+static martini_method_id MethodOf(lua_State *L, lua_Debug *ar) {
+    const MethodSlot *slot = SlotOfFunction(L, ar);
+    return slot ? slot->id : 0;
 }
 
 /* ---- Coroutines: virtual threads ---------------------------------------------------- */
@@ -313,15 +405,68 @@ static void EndCoroutine(lua_State *L) {
     Report("martini_thread_end_vt", martini_thread_end_vt(gInterp, (martini_vthread)(uintptr_t)L));
 }
 
+/* ---- Coverage: the line hook ---------------------------------------------------------- */
+
+/* The frame (its CallInfo) each function was last called in, so that the line hook
+ * finds the running function's counters without asking Lua for its source: set by the
+ * call hook, which runs for every new frame; a frame missing here is looked up again. */
+enum { kFrames = 4096 };
+static struct {
+    void *ci;
+    Coverage *cov;
+} gFrames[kFrames];
+
+static size_t FrameSlot(void *ci) { return ((uintptr_t)ci >> 4) & (kFrames - 1); }
+
+static void NoteFrame(lua_State *L, lua_Debug *ar) {
+    const MethodSlot *slot = SlotOfFunction(L, ar);
+    const size_t k = FrameSlot(ar->i_ci);
+    gFrames[k].ci = ar->i_ci;
+    gFrames[k].cov = slot ? slot->cov : NULL;
+}
+
+static void CountLine(lua_State *L, lua_Debug *ar) {
+    const size_t k = FrameSlot(ar->i_ci);
+    if (gFrames[k].ci != ar->i_ci) NoteFrame(L, ar);
+    const Coverage *cov = gFrames[k].cov;
+    if (cov == NULL) return;
+    const unsigned at = (unsigned)(ar->currentline - cov->first);
+    if (at >= (unsigned)cov->span || cov->row[at] == 0) return;
+    uint64_t *c = &cov->counts[cov->row[at] - 1];
+    __atomic_store_n(c, *c + 1, __ATOMIC_RELAXED); /* one OS thread: Martini reads it atomically */
+}
+
+/* Coverage without calls: the call hook only notes frames, the line hook counts. */
+static void CoverageHook(lua_State *L, lua_Debug *ar) {
+    if (ar->event == LUA_HOOKLINE) {
+        CountLine(L, ar);
+    } else if (ar->event == LUA_HOOKCALL || ar->event == LUA_HOOKTAILCALL) {
+        NoteFrame(L, ar);
+    }
+}
+
+static void FreeCoverage(void) {
+    for (size_t i = 0; i < gCapacity; ++i) {
+        if (gSlots[i].cov == NULL) continue;
+        free(gSlots[i].cov->row);
+        free(gSlots[i].cov);
+    }
+}
+
 /* ---- The hook ------------------------------------------------------------------------ */
 
 static void Hook(lua_State *L, lua_Debug *ar) {
+    if (ar->event == LUA_HOOKLINE) {
+        CountLine(L, ar);
+        return;
+    }
     const martini_vthread vt = VThreadOf(L);
     if (L != gMain && vt == 0) return; /* could not start its virtual thread: already said */
     if (ar->event == LUA_HOOKCALL || ar->event == LUA_HOOKTAILCALL) {
         const martini_stack_id stack = (martini_stack_id)(uintptr_t)ar->i_ci;
         const martini_method_id method = MethodOf(L, ar);
         if (method == 0) return;
+        if (gCoverage) NoteFrame(L, ar);
         Report("martini_enter", vt ? martini_enter_vt(gInterp, vt, method, stack)
                                    : martini_enter(gInterp, method, stack));
     } else if (ar->event == LUA_HOOKRET) {
@@ -435,7 +580,14 @@ int main(int argc, char **argv) {
         status = 1;
     } else {
         for (int k = i + 1; k < argc; ++k) lua_pushstring(L, argv[k]);
-        lua_sethook(L, Hook, LUA_MASKCALL | LUA_MASKRET, 0);
+        /* Coverage alone needs no returns; the line hook only where lines are counted. */
+        gCoverage = martini_wants(gInterp, MARTINI_WANTS_COVERAGE);
+        gCalls = martini_wants(gInterp, MARTINI_WANTS_CALLS);
+        if (gCoverage && !gCalls) {
+            lua_sethook(L, CoverageHook, LUA_MASKCALL | LUA_MASKLINE, 0);
+        } else {
+            lua_sethook(L, Hook, LUA_MASKCALL | LUA_MASKRET | (gCoverage ? LUA_MASKLINE : 0), 0);
+        }
         if (lua_pcall(L, argc - i - 1, 0, 1) != LUA_OK) {
             fprintf(stderr, "martini-lua: %s\n", lua_tostring(L, -1));
             status = 1;
@@ -448,6 +600,7 @@ int main(int argc, char **argv) {
     martini_interp_destroy(gInterp);
     gInterp = NULL;
     lua_close(L);
+    FreeCoverage();
     free(gSlots);
     FreeSources();
     free(clients);

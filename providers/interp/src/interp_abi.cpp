@@ -268,6 +268,66 @@ int martini_method_wanted(martini_interp *interp, martini_method_id method) {
     return m != nullptr && m->interest != 0 ? 1 : 0;
 }
 
+int martini_wants(martini_interp *interp, unsigned what) {
+    if (interp == nullptr) return 0;
+    switch (what) {
+        case MARTINI_WANTS_CALLS: return interp->provider.CallsWanted() ? 1 : 0;
+        case MARTINI_WANTS_COVERAGE: return interp->provider.CoverageWanted() ? 1 : 0;
+        default: return 0;
+    }
+}
+
+int martini_method_covered(martini_interp *interp, martini_method_id method) {
+    if (interp == nullptr) return 0;
+    const auto *m = interp->provider.FindMethod(method);
+    return m != nullptr && m->coverage != 0 ? 1 : 0;
+}
+
+martini_status martini_coverage_counters(martini_interp *interp, martini_method_id method, uint64_t **counters,
+                                         size_t *count) {
+    return Guarded("martini_coverage_counters", [&](std::string &why) {
+        if (martini_status s = CheckLive(interp, why); s != MARTINI_OK) return s;
+        if (counters == nullptr || count == nullptr) {
+            why = counters == nullptr ? "counters is NULL" : "count is NULL";
+            return MARTINI_E_NULL;
+        }
+        const auto *m = interp->provider.FindMethod(method);
+        if (m == nullptr) {
+            why = "method id " + std::to_string(method) + " was not registered (martini_method_register)";
+            return MARTINI_E_UNKNOWN_ID;
+        }
+        if (m->coverage == 0) {
+            why = "no client covers method " + std::to_string(method) + " (" + m->name +
+                  "): ask martini_method_covered first";
+            return MARTINI_E_ARGUMENT;
+        }
+        *counters = m->counts.get();
+        *count = m->blocks;
+        return MARTINI_OK;
+    });
+}
+
+martini_status martini_bb_count(martini_interp *interp, martini_method_id method, uint32_t offset,
+                                uint64_t count) {
+    return Guarded("martini_bb_count", [&](std::string &why) {
+        if (martini_status s = CheckLive(interp, why); s != MARTINI_OK) return s;
+        return interp->provider.BlockCount(method, offset, count, why);
+    });
+}
+
+martini_status martini_bb_time(martini_interp *interp, uint32_t offset) {
+    return Guarded("martini_bb_time", [&](std::string &why) {
+        if (martini_status s = CheckLive(interp, why); s != MARTINI_OK) return s;
+        return interp->provider.BlockTime(*interp->provider.OsThread(nullptr), offset, why);
+    });
+}
+
+martini_status martini_bb_time_vt(martini_interp *interp, martini_vthread thread, uint32_t offset) {
+    return OnVirtualThread("martini_bb_time_vt", interp, thread, [&](ThreadRecord &t, std::string &why) {
+        return interp->provider.BlockTime(t, offset, why);
+    });
+}
+
 martini_status martini_enter(martini_interp *interp, martini_method_id method, martini_stack_id stack) {
     return Guarded("martini_enter", [&](std::string &why) {
         if (martini_status s = CheckLive(interp, why); s != MARTINI_OK) return s;

@@ -196,6 +196,7 @@ martini_status InterpProvider::RegisterMethod(martini_method_id id, const martin
     }
     SCallGraphFilterData filter{c.name.c_str(), m.name.c_str(), m.signature.c_str(), AccessOf(m.flags)};
     m.interest = core_->CallGraphInterest(id, filter);
+    StartCoverage(m, c);
     // Published last: martini_enter sees the method only with its interest settled.
     Publish(id, &m);
     return MARTINI_OK;
@@ -239,6 +240,7 @@ void InterpProvider::RaiseCall(const ThreadRecord &t, const MethodRecord &m, Bit
 }
 
 void InterpProvider::PopTo(ThreadRecord &t, std::size_t size) {
+    if (t.timed.method != nullptr && t.timed.depth > size) CloseTimedBlock(t, core::Clock::NowNs());
     while (t.frames.size() > size) {
         const MethodRecord *m = t.frames.back().method;
         t.frames.pop_back();

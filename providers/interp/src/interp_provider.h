@@ -38,6 +38,16 @@ struct MethodRecord {
     std::uint32_t flags = 0;
     std::vector<Martini::MPI::SLineNumberTableEntry> lines;
     ClientMask interest = 0;  // clients whose call-graph filter wants the method
+    // Coverage (clients whose EG_COVERAGE interest has the method): one counter per
+    // line-table row (one for a method without a line table), the interpreter's to
+    // increment (martini_coverage_counters, martini_bb_count); block times in ns when
+    // a client asked for DR_COVERAGE_TIME. Read with atomic loads.
+    ClientMask coverage = 0;
+    std::size_t blocks = 0;
+    std::unique_ptr<std::uint64_t[]> counts;
+    std::unique_ptr<std::uint64_t[]> timesNs;
+    // The block whose row starts at `offset` (its index), or -1.
+    long BlockAt(std::uint32_t offset) const noexcept;
 };
 
 struct ClassRecord {
@@ -57,6 +67,14 @@ struct ThreadRecord : core::ThreadRecordBase {
     // Set under the provider's lock; read without it by the per-OS-thread caches.
     std::atomic<bool> ended{false};
     std::vector<Frame> frames;  // outermost first
+    // The block martini_bb_time opened last on this thread (closed by the next mark,
+    // or when its frame exits): the method, its block, its frame's depth, the start.
+    struct TimedBlock {
+        const MethodRecord *method = nullptr;
+        std::size_t block = 0;
+        std::size_t depth = 0;
+        std::uint64_t sinceNs = 0;
+    } timed;
 
     bool Virtual() const noexcept { return handle != 0; }
 };
@@ -103,6 +121,12 @@ public:
     martini_status EndThread(ThreadRecord &t);
     void Rename(ThreadRecord &t, const char *name);
 
+    // Coverage: martini_wants, martini_coverage_counters, martini_bb_count, martini_bb_time.
+    bool CallsWanted() const noexcept;
+    bool CoverageWanted() const noexcept;
+    martini_status BlockCount(martini_method_id method, std::uint32_t offset, std::uint64_t n, std::string &error);
+    martini_status BlockTime(ThreadRecord &t, std::uint32_t offset, std::string &error);
+
     martini_status LoadCode(martini_method_id method, std::uint64_t address, std::uint64_t size,
                             std::vector<Martini::MPI::SLineNumberTableEntry> lines, std::string &error);
     martini_status UnloadCode(std::uint64_t address, std::string &error);
@@ -116,6 +140,8 @@ public:
     TResult ListThreads(std::vector<TId> &) noexcept override;
     TResult DescribeCompiledCode(Martini::MPI::UIOP, BitSet, core::CompiledMethodFacts &) noexcept override;
     TResult CurrentThread(TId &) noexcept override;
+    BitSet CoverageItems() const noexcept override;
+    TResult DescribeCoverage(TId, BitSet, core::CoverageFacts &) noexcept override;
 
 private:
     ThreadRecord *NewThread(std::string name, TId parent, martini_vthread handle);  // under mutex_
@@ -123,6 +149,8 @@ private:
     template <class Observer>  // MethodEnter or MethodLeave
     void RaiseCall(const ThreadRecord &t, const MethodRecord &m, BitSet wanted);
     void PopTo(ThreadRecord &t, std::size_t size);  // exits frames until `size` remain
+    void CloseTimedBlock(ThreadRecord &t, std::uint64_t nowNs) noexcept;
+    void StartCoverage(MethodRecord &m, const ClassRecord &c);
     const ThreadRecord *Current() const noexcept;
     void SetCurrent(const ThreadRecord *t) noexcept;
 

@@ -142,6 +142,13 @@ public:
     ClientMask MonitorInterest(TId classId, Martini::MPI::SMonitorFilterData &data);
     ClientMask ThreadInteractionInterest(TId methodId,
                                          Martini::MPI::SThreadInteractionFilterData &data);
+    // Which clients want the method's blocks counted (IMpi::RequestCoverage and their
+    // EG_COVERAGE filters). A provider counts the method's blocks when it is not 0, and
+    // answers Provider::DescribeCoverage for it from then on.
+    ClientMask CoverageInterest(TId methodId, Martini::MPI::SCoverageFilterData &data);
+    // The union of the coverage items the clients asked for (0: no client wants
+    // coverage). Answers from the moment a client's MPICL_Instantiate succeeded.
+    BitSet CoverageRequested() const noexcept;
 
     // These three answer from the moment a client's MPICL_Instantiate succeeded (a
     // provider chooses the runtime's capabilities from them before FinishInit).

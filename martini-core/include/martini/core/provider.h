@@ -121,6 +121,15 @@ struct CompiledMethodFacts {
     unsigned int lineNumber = 0;
 };
 
+// A covered method's counts (IMpi::GetCoverageInfo): its blocks in offset order
+// (CEK_BLOCK), then its branch outcomes in offset and outcome order (CEK_BRANCH).
+// `given` says which coverage items the entries hold; the core drops what a client
+// did not ask for.
+struct CoverageFacts {
+    BitSet given = 0;
+    std::vector<Martini::MPI::SCoverageEntry> entries;
+};
+
 // The runtime side. Every function may be called from any thread, including from
 // inside an event handler on the thread that raised the event, and must not throw.
 // Describe* return MRTE_RESULT_OK when the element exists (even if some items could
@@ -171,6 +180,12 @@ public:
     // any client asked for, each time it gets higher, always with the first clock.
     // Until it is called, a provider that samples uses kDefaultSamplingHz on CPU time.
     virtual TResult SetSamplingRate(unsigned /*hz*/, bool /*wall*/) noexcept { return NotSupported(); }
+    // The coverage items (DR_COVERAGE_*) the runtime can count; IMpi::RequestCoverage
+    // refuses a client when DR_COVERAGE_BLOCKS is not among them. Asked during INIT.
+    virtual BitSet CoverageItems() const noexcept { return 0; }
+    // The counts of a method the core said is covered (Core::CoverageInterest gave a
+    // non-zero mask for it), read now. MRTE_ERROR_ILLEGAL_ID for an unknown method.
+    virtual TResult DescribeCoverage(TId, BitSet, CoverageFacts &) noexcept { return NotSupported(); }
 
 private:
     static TResult NotSupported() noexcept { return Martini::MPI::MRTE_ERROR_NOT_SUPPORTED; }

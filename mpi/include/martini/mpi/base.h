@@ -13,7 +13,7 @@
 // lacks), and names both versions. Minor versions only append (new events, new data
 // items, new IMpi methods at the end of the vtable).
 #define MARTINI_MPI_VERSION_MAJOR 2
-#define MARTINI_MPI_VERSION_MINOR 3
+#define MARTINI_MPI_VERSION_MINOR 4
 #define MARTINI_MPI_VERSION ((MARTINI_MPI_VERSION_MAJOR << 16) | MARTINI_MPI_VERSION_MINOR)
 
 // Marks a function a client library exports to Martini (MPICL_Instantiate).
@@ -110,7 +110,10 @@ const BitSet DR_NONE = 0;
     X(DR_CODE_NAME, 28)                         /* name of generated code */                       \
     X(DR_COMMAND, 29)                           /* external-control payload */                     \
     X(DR_MOVED_REFERENCES, 30)                  /* old -> new object ids */                        \
-    X(DR_LINE_NUMBER, 31)                       /* source line of a location */
+    X(DR_LINE_NUMBER, 31)                       /* source line of a location */                    \
+    X(DR_COVERAGE_BLOCKS, 32)                   /* per block: offset, line, count */               \
+    X(DR_COVERAGE_BRANCHES, 33)                 /* per branch outcome: offset, outcome, count */   \
+    X(DR_COVERAGE_TIME, 34)                     /* per block: time spent in it, ns */
 
 #define MARTINI_MPI_X_ITEM(Name, Bit) const BitSet Name = BitSet(1) << Bit;
 MARTINI_MPI_DATA_ITEMS(MARTINI_MPI_X_ITEM)
@@ -137,6 +140,7 @@ enum EEventGroup {
     EG_HEAP,                // ObjectAlloc, ObjectFree, GcStart, GcEnd, GcMovedReferences
     EG_MONITOR,             // MonitorWait, MonitorWaited, ContendedMonitorEnter(ed)
     EG_THREAD_INTERACTION,  // ThreadInteraction
+    EG_COVERAGE,            // no events: the methods whose blocks are counted (IMpi::RequestCoverage)
     EG_LAST
 };
 typedef EEventGroup TEventGroup;
@@ -210,6 +214,26 @@ struct SStackEntry {
 typedef SArray<SStackEntry> SStackTrace;  // innermost frame first
 
 typedef SArray<TId> SIdArray;
+
+// Coverage (IMpi::GetCoverageInfo). A block is a run of code entered only at its start;
+// a branch outcome is one way out of a conditional instruction.
+enum ECoverageEntryKind {
+    CEK_BLOCK = 0,
+    CEK_BRANCH,
+};
+
+struct SCoverageEntry {
+    ECoverageEntryKind kind;
+    unsigned int uiOffset;      // CEK_BLOCK: where the block starts; CEK_BRANCH: the
+                                // offset of the branching instruction (bytecode index,
+                                // IL offset, an interpreter's block number)
+    unsigned int uiLineNumber;  // source line at uiOffset; 0 when the method has no line table
+    unsigned int uiOutcome;     // CEK_BRANCH: 0 not taken (falls through), 1 taken; a switch:
+                                // 0 the default, k the k-th case. CEK_BLOCK: 0
+    std::uint64_t uiCount;      // times the block was entered / the outcome was taken
+    std::uint64_t uiTimeNs;     // DR_COVERAGE_TIME: time spent in the block; 0 otherwise
+};
+typedef SArray<SCoverageEntry> SCoverageEntryArray;
 
 struct SMovedReference {
     TId oldObjectId;

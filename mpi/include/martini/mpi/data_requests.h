@@ -100,6 +100,15 @@ struct SCompiledMethodInfo {
     unsigned int uiLineNumber = 0;  // DR_LINE_NUMBER
 };
 
+// GetCoverageInfo: DR_COVERAGE_BLOCKS, DR_COVERAGE_BRANCHES, DR_COVERAGE_TIME.
+// entries: the blocks in offset order (DR_COVERAGE_BLOCKS), then the branch outcomes
+// in offset and outcome order (DR_COVERAGE_BRANCHES). DR_COVERAGE_TIME fills the
+// blocks' uiTimeNs and needs DR_COVERAGE_BLOCKS.
+struct SCoverageInfo {
+    BitSet validData = DR_NONE;
+    SCoverageEntryArray entries;
+};
+
 enum ERuntimeType {
     RT_UNKNOWN = 0,
     RT_JVM,

@@ -73,5 +73,20 @@ public:
     virtual bool ShouldNotify(SThreadInteractionFilterData &data) = 0;
 };
 
+// EG_COVERAGE: which methods have their blocks counted (IMpi::RequestCoverage). Asked
+// once per method when the runtime instruments it; a method nobody wants costs nothing.
+struct SCoverageFilterData {
+    const char *szClassName;        // source form: com.acme.Foo$Inner
+    const char *szMethodName;
+    const char *szMethodSignature;  // runtime's own form
+    const char *szSourceFileName;   // as the runtime knows it ("Foo.java", "lib/tree.lua"); "" when unknown
+};
+
+class ICoverageFilter : public IEventFilter {
+public:
+    EEventGroup Group() final { return EG_COVERAGE; }
+    virtual bool ShouldNotify(SCoverageFilterData &data) = 0;
+};
+
 }  // namespace MPI
 }  // namespace Martini

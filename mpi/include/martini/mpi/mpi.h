@@ -144,6 +144,30 @@ public:
     // clock, or another client already chose the other clock).
     virtual TResult SetSamplingRate(TId clientId, unsigned int hz, ESamplingClock clock) noexcept = 0;
 
+    // -- Coverage (since MPI 2.4)
+
+    // Asks the runtime to count, inside itself, how often each block of the methods
+    // this client's EG_COVERAGE filter accepts (every method, without a filter) runs:
+    // no event per block; the client reads the counts with GetCoverageInfo.
+    // `items`: DR_COVERAGE_BLOCKS, optionally with DR_COVERAGE_BRANCHES and
+    // DR_COVERAGE_TIME (items the runtime cannot give are left out of validData then).
+    // Phase INSTANTIATE only.
+    // MRTE_RESULT_OK; MRTE_ERROR_ILLEGAL_ID; MRTE_ERROR_PHASE_FAILURE;
+    // MRTE_ERROR_ILLEGAL_ARGUMENT (no DR_COVERAGE_BLOCKS, or an item that is not a
+    // coverage item); MRTE_ERROR_NOT_SUPPORTED (the runtime cannot count blocks).
+    virtual TResult RequestCoverage(TId clientId, BitSet items) noexcept = 0;
+
+    // The ids of the methods covered for this client so far, in id order (methods of
+    // classes unloaded since are kept). Phase LIVE (VmShutdown and EcDetach handlers
+    // included), any thread. Results as the data requests above.
+    virtual TResult GetCoveredMethods(TId clientId, SIdArray *pData) noexcept = 0;
+
+    // The counts of one covered method, as they are now (counting goes on). Phase
+    // LIVE, any thread. Results as the data requests above; MRTE_ERROR_ILLEGAL_ID also
+    // when the method is not covered for this client.
+    virtual TResult GetCoverageInfo(TId clientId, TId methodId, BitSet requestedDataTypes,
+                                    SCoverageInfo *pData) noexcept = 0;
+
 protected:
     ~IMpi() {}  // Martini owns the implementation; clients never delete it.
 };

@@ -199,6 +199,50 @@ MARTINI_INTERP_API martini_status martini_thread_end_vt(martini_interp *interp, 
 MARTINI_INTERP_API martini_status martini_thread_set_name_vt(martini_interp *interp, martini_vthread thread,
                                                              const char *name);
 
+/* ---- What the clients want ------------------------------------------------------ */
+
+#define MARTINI_WANTS_CALLS 1u    /* some client observes MethodEnter or MethodLeave */
+#define MARTINI_WANTS_COVERAGE 2u /* some client asked for block counts (coverage) */
+
+/* 1 when the clients want `what` (one MARTINI_WANTS_* value), 0 otherwise. Settled
+ * once martini_interp_create returns: a host chooses its hooks from it (a Lua host sets
+ * its line hook only when coverage is wanted, and needs no call events when calls are
+ * not). */
+MARTINI_INTERP_API int martini_wants(martini_interp *interp, unsigned what);
+
+/* ---- Coverage: basic-block counts and times (QII's qprof_record_bb_*) ------------ *
+ *
+ * A block is named by the offset of a row of its method's line table (QII's "basic
+ * block number"); a method without a line table is one block, offset 0. Counts are
+ * kept inside Martini, never one event per block: clients read them when they write
+ * their reports (GetCoverageInfo). A Lua host registers each function with one row per
+ * line that has code (offset = line) and counts a line each time its line hook runs. */
+
+/* 1 when some client covers the method (its blocks are counted), 0 otherwise. */
+MARTINI_INTERP_API int martini_method_covered(martini_interp *interp, martini_method_id method);
+
+/* The covered method's counters, one per line-table row in row order (one for a method
+ * without a line table), for the interpreter to increment in place: the cheapest way to
+ * count. A single OS thread running the method may write `counters[i] += 1` with a
+ * relaxed atomic store (__atomic_store_n(&c[i], c[i] + 1, __ATOMIC_RELAXED)); several
+ * need an atomic add. Martini reads them with atomic loads when a client asks. Valid
+ * until martini_interp_destroy. MARTINI_E_ARGUMENT when no client covers the method. */
+MARTINI_INTERP_API martini_status martini_coverage_counters(martini_interp *interp, martini_method_id method,
+                                                            uint64_t **counters, size_t *count);
+
+/* `count` more executions of the block at `offset` of `method` (an atomic add; any
+ * thread). Nothing is counted, and MARTINI_OK returned, when no client covers it. */
+MARTINI_INTERP_API martini_status martini_bb_count(martini_interp *interp, martini_method_id method,
+                                                   uint32_t offset, uint64_t count);
+
+/* The block at `offset` of the calling thread's innermost frame's method starts now:
+ * the time until the thread's next martini_bb_time, or until that frame exits, is the
+ * block's (calls made inside it included). Measured with Martini's clock; kept only
+ * when a client asked for block times (DR_COVERAGE_TIME). */
+MARTINI_INTERP_API martini_status martini_bb_time(martini_interp *interp, uint32_t offset);
+MARTINI_INTERP_API martini_status martini_bb_time_vt(martini_interp *interp, martini_vthread thread,
+                                                     uint32_t offset);
+
 /* ---- Code generated at run time -------------------------------------------------- */
 
 /* Machine code for a registered method now lives at [address, address + size)
