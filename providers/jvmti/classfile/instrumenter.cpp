@@ -35,8 +35,10 @@ struct Chosen {
     std::optional<std::uint32_t> track;  // a this(...) call whose new offset is wanted
     std::vector<SiteChoice> sites;       // in code order
     std::vector<ArrayChoice> arrays;     // in code order
+    std::optional<std::uint32_t> coverage;  // first counter
+    CoverageLayout layout;                  // with `coverage`
 
-    bool empty() const { return !call && !alloc && sites.empty() && arrays.empty(); }
+    bool empty() const { return !call && !alloc && sites.empty() && arrays.empty() && !coverage; }
 };
 
 // One class being instrumented.
@@ -108,16 +110,29 @@ void ChooseEach(const ClassJob &job, const MethodDecl &d, const std::vector<Site
     }
 }
 
+void ChooseCoverage(const ClassJob &job, const MethodDecl &d, const Code &code, Chosen &chosen) {
+    CoverageLayout layout = FindCoverageLayout(code, d.lines);
+    const std::int64_t first = job.selectors.coverage(job.pc.decl, d, layout);
+    if (first == kNoProbe) return;
+    if (!ProbeIdFits(first) || !ProbeIdFits(first + static_cast<std::int64_t>(layout.Counters()))) {
+        job.result.coverageSkipped.push_back(d.name + d.descriptor + ": coverage counter index out of range");
+        return;
+    }
+    chosen.coverage = static_cast<std::uint32_t>(first);
+    chosen.layout = std::move(layout);
+}
+
 Chosen Choose(const ClassJob &job, std::size_t i) {
     const MethodDecl &d = job.pc.decl.methods[i];
     const Selectors &s = job.selectors;
     Chosen chosen;
     ChooseCall(job, d, chosen);
     ChooseAlloc(job, i, chosen);
-    if (!s.sites && !s.arrays) return chosen;
-    // Site and array probes look at the original code (read once for both).
+    if (!s.sites && !s.arrays && !s.coverage) return chosen;
+    // Site, array and coverage probes look at the original code (read once for all).
     const Method &m = job.pc.methods[i];
     const Code code = ReadCode(job.pc, m.attrs[static_cast<std::size_t>(m.code)]);
+    if (s.coverage) ChooseCoverage(job, d, code, chosen);
     if (s.sites) {
         ChooseEach(job, d, FindCallSites(job.pc, code), s.sites, job.result.sitesSkipped, "site probe",
                    [&](const CallSite &site, std::int32_t id) { chosen.sites.push_back(SiteChoiceFor(site, id)); });
@@ -157,6 +172,7 @@ void AddRefsFor(const ParsedClass &pc, const Chosen &chosen, PoolAppender &pool,
     }
     if (!chosen.sites.empty()) AddRefs(pool, refs, {Probe::kInteraction, Probe::kInteractionStatic});
     if (!chosen.arrays.empty()) AddRefs(pool, refs, {Probe::kAllocArray});
+    if (chosen.coverage) AddRefs(pool, refs, {Probe::kHit, Probe::kHitPlain});
 }
 
 struct Rewritten {
@@ -165,13 +181,16 @@ struct Rewritten {
 };
 
 Rewritten RewriteMethod(const ParsedClass &pc, std::size_t i, const Chosen &chosen, const ProbeRefs &refs,
-                        PoolAppender &pool) {
+                        PoolAppender &pool, bool plainCounters) {
     const MethodCode mc = ReadMethodCode(pc, pc.methods[i]);
     MethodEdit edit;
     if (chosen.call) PlanCalls(mc, pc.decl.methods[i], *chosen.call, refs, edit);
     if (chosen.alloc) PlanAllocation(mc, *chosen.alloc, chosen.superCallAt, refs, edit);
     if (!chosen.sites.empty()) PlanSites(mc, chosen.sites, refs, edit);
     if (!chosen.arrays.empty()) PlanArrays(mc, chosen.arrays, refs, edit);
+    if (chosen.coverage) {
+        PlanCoverage(mc, chosen.layout, *chosen.coverage, plainCounters ? Probe::kHitPlain : Probe::kHit, refs, edit);
+    }
     const Layout layout(mc, edit);
     Rewritten out;
     out.codeAttribute = layout.Write(pool);
@@ -185,12 +204,13 @@ std::vector<std::uint8_t> InstrumentMethod(const ClassJob &job, std::size_t i, c
     InstrumentResult &result = job.result;
     try {
         AddRefsFor(job.pc, chosen, pool, refs);
-        Rewritten rw = RewriteMethod(job.pc, i, chosen, refs, pool);
+        Rewritten rw = RewriteMethod(job.pc, i, chosen, refs, pool, job.selectors.plainCounters);
         if (chosen.track) result.delegationOffsets[i] = rw.tracked;
         if (chosen.call) ++result.instrumented;
         if (chosen.alloc) ++result.allocProbed;
         result.sitesProbed += static_cast<unsigned>(chosen.sites.size());
         result.arraysProbed += static_cast<unsigned>(chosen.arrays.size());
+        if (chosen.coverage) result.coverage.push_back({i, *chosen.coverage, chosen.layout});
         return std::move(rw.codeAttribute);
     } catch (const SkipMethod &e) {
         const MethodDecl &d = job.pc.decl.methods[i];
@@ -199,6 +219,7 @@ std::vector<std::uint8_t> InstrumentMethod(const ClassJob &job, std::size_t i, c
         if (chosen.alloc) result.allocSkipped.push_back(why);
         if (!chosen.sites.empty()) result.sitesSkipped.push_back(why);
         if (!chosen.arrays.empty()) result.arraysSkipped.push_back(why);
+        if (chosen.coverage) result.coverageSkipped.push_back(why);
         return {};
     }
 }
@@ -231,7 +252,8 @@ std::vector<std::uint8_t> WriteClass(std::span<const std::uint8_t> classBytes, c
 }
 
 bool AnyProbed(const InstrumentResult &r) {
-    return r.instrumented != 0 || r.allocProbed != 0 || r.sitesProbed != 0 || r.arraysProbed != 0;
+    return r.instrumented != 0 || r.allocProbed != 0 || r.sitesProbed != 0 || r.arraysProbed != 0 ||
+           !r.coverage.empty();
 }
 
 // A malformed method body (FormatError) or a failing selector: the class is left alone.
@@ -242,6 +264,7 @@ void Reject(InstrumentResult &result, const char *error) {
     result.allocProbed = 0;
     result.sitesProbed = 0;
     result.arraysProbed = 0;
+    result.coverage.clear();
     result.delegationOffsets.clear();
     result.bytes.clear();
     result.error = error;
@@ -309,6 +332,8 @@ std::vector<std::string> SkippedSummary(std::string_view className, const Instru
          "without site probes (their thread interactions are not reported)"},
         {result.arraysSkipped, "no array probes (arrays it allocates are not reported)",
          "without array probes (arrays they allocate are not reported)"},
+        {result.coverageSkipped, "no coverage probes (it is not in the coverage report)",
+         "without coverage probes (they are not in the coverage report)"},
     };
     std::vector<std::string> lines;
     const std::string cls(className);

@@ -66,6 +66,22 @@
 // max_stack grows by 2. A method whose array probes cannot be inserted is reported in
 // `arraysSkipped`.
 //
+// Coverage probes. A CoverageSelector is asked once per method with code, with the
+// method's blocks and conditional branches (CoverageLayout, offsets in the original
+// code); it returns the index of the method's first counter C (0 .. 2^31-1) or
+// kNoProbe. The method then has blocks.size() + 2 * branches.size() counters from C:
+// block i's counter is C + i, branch j's C + n + 2j (the times it ran) and C + n + 2j + 1
+// (the times it fell through: not taken), n = blocks.size(). A block starts at
+// offset 0, at every branch and switch target, after every branch, switch, return,
+// athrow, jsr and ret, at every exception handler, and at every LineNumberTable entry
+// (so that each line's first instruction starts a block: a line is counted when it is
+// entered, even when a call on it ends by an exception). At each block start, before
+// the instruction (a branch to it lands on the probe), and before each conditional
+// branch:                        push C+k; invokestatic <probes>.hit(I)V
+// and right after each conditional branch (reached only by falling through) the same
+// with C + n + 2j + 1. The probe leaves the stack as it found it, so stack map frames
+// only move. Methods that got coverage probes are listed in `coverage`.
+//
 // Branch offsets, switch padding, the exception table, StackMapTable (including
 // Uninitialized(offset) types), LineNumberTable, LocalVariableTable and
 // LocalVariableTypeTable are remapped; `goto` is widened to `goto_w` when a jump no
@@ -144,6 +160,18 @@ struct ArraySite {
 
 inline constexpr std::int64_t kNoProbe = -1;
 
+// A method's blocks and conditional branches (see the header comment), original offsets.
+struct CoverageLayout {
+    std::vector<std::uint32_t> blocks;    // ascending; the first is 0
+    std::vector<std::uint32_t> branches;  // ascending: if<cond>, if_<cmp>, ifnull, ifnonnull
+    std::size_t Counters() const { return blocks.size() + 2 * branches.size(); }
+    bool operator==(const CoverageLayout &) const = default;
+};
+
+// Called once per method with code; returns the method's first counter or kNoProbe.
+using CoverageSelector =
+    std::function<std::int64_t(const ClassDecl &, const MethodDecl &, const CoverageLayout &)>;
+
 // Called once per method with code; returns the probe id (0 .. 2^31-1) or kNoProbe.
 using ProbeSelector = std::function<std::int64_t(const ClassDecl &, const MethodDecl &)>;
 
@@ -180,6 +208,15 @@ struct InstrumentResult {
     // Array allocation probes (only with an ArraySelector):
     unsigned arraysProbed = 0;               // allocation instructions that got a probe
     std::vector<std::string> arraysSkipped;  // "name descriptor: reason" per method whose arrays did not
+    // Coverage probes (only with a CoverageSelector): per method that got them, its
+    // index in `decl`, first counter and layout.
+    struct Covered {
+        std::size_t method = 0;
+        std::uint32_t firstCounter = 0;
+        CoverageLayout layout;
+    };
+    std::vector<Covered> coverage;
+    std::vector<std::string> coverageSkipped;  // "name descriptor: reason" per method that did not
 };
 
 // Parses the class and declares what it has (no rewriting).
@@ -191,6 +228,8 @@ struct Selectors {
     AllocSelector allocs = {};
     SiteSelector sites = {};
     ArraySelector arrays = {};
+    CoverageSelector coverage = {};
+    bool plainCounters = false;  // coverage: Probes.hitPlain instead of the atomic hit
 };
 
 // Parses, asks the selectors (see the header comment for what about), and rewrites

@@ -3,6 +3,7 @@
 #include "bytecode.h"
 
 #include <algorithm>
+#include <limits>
 #include <optional>
 
 namespace martini::jvm::detail {
@@ -375,6 +376,70 @@ void PlanArrays(const MethodCode &mc, const std::vector<ArrayChoice> &arrays, co
             EmitProbe(w, id, method, pool);
         };
         edit.insertions.push_back({Placement::kAfter, a.at, 7, 2, 0, emit});
+    }
+}
+
+// ---- Coverage probes ----------------------------------------------------------------------
+
+namespace {
+
+bool IsConditional(std::uint8_t op) { return (op >= kIfeq && op < kGoto) || op == kIfnull || op == kIfnonnull; }
+
+// Instructions after which the next one starts a block: control does not simply go on.
+bool EndsBlock(std::uint8_t op) {
+    return IsConditional(op) || op == kGoto || op == kGotoW || op == kJsr || op == kJsrW || op == 0xa9 /* ret */ ||
+           op == kTableswitch || op == kLookupswitch || IsReturn(op) || op == kAthrow;
+}
+
+}  // namespace
+
+CoverageLayout FindCoverageLayout(const Code &code, const std::vector<LineEntry> &lines) {
+    const std::vector<Insn> insns = Decode(code.bytes);
+    std::vector<bool> starts(code.bytes.size() + 1, false), isInsn(code.bytes.size() + 1, false);
+    for (const Insn &in : insns) isInsn[in.off] = true;
+    const auto mark = [&](std::int64_t off) {
+        if (off >= 0 && static_cast<std::size_t>(off) < code.bytes.size() && isInsn[static_cast<std::size_t>(off)]) {
+            starts[static_cast<std::size_t>(off)] = true;
+        }
+    };
+    mark(0);
+    CoverageLayout layout;
+    for (const Insn &in : insns) {
+        for (std::int64_t t : in.targets) mark(t);
+        if (EndsBlock(in.op)) mark(in.off + in.len);
+        if (IsConditional(in.op)) layout.branches.push_back(in.off);
+    }
+    for (const ExceptionEntry &e : code.exceptions) mark(e.handler);
+    for (const LineEntry &l : lines) mark(l.offset);
+    for (std::size_t off = 0; off < code.bytes.size(); ++off) {
+        if (starts[off]) layout.blocks.push_back(static_cast<std::uint32_t>(off));
+    }
+    return layout;
+}
+
+void PlanCoverage(const MethodCode &mc, const CoverageLayout &layout, std::uint32_t firstCounter, Probe probe,
+                  const ProbeRefs &refs, MethodEdit &edit) {
+    const std::uint16_t method = refs[probe];
+    const auto counter = [&](Placement place, std::uint32_t at, std::uint64_t k) {
+        const std::uint64_t index = firstCounter + k;
+        if (index > static_cast<std::uint64_t>(std::numeric_limits<std::int32_t>::max())) {
+            throw SkipMethod("coverage counter index out of range");
+        }
+        edit.insertions.push_back({place, at, kProbeSize, 1, 0,
+                                   [id = static_cast<std::int32_t>(index), method](Writer &w, PoolAppender &pool) {
+                                       EmitProbe(w, id, method, pool);
+                                   }});
+    };
+    const std::size_t n = layout.blocks.size();
+    for (std::size_t i = 0; i < n; ++i) {
+        mc.At(layout.blocks[i], "coverage block");
+        counter(Placement::kBefore, layout.blocks[i], i);
+    }
+    for (std::size_t j = 0; j < layout.branches.size(); ++j) {
+        const Insn &in = mc.At(layout.branches[j], "coverage branch");
+        if (!IsConditional(in.op)) throw FormatError("coverage branch " + std::to_string(in.off) + " is not one");
+        counter(Placement::kBefore, in.off, n + 2 * j);
+        counter(Placement::kAfter, in.off, n + 2 * j + 1);
     }
 }
 

@@ -72,4 +72,12 @@ std::vector<ArraySite> FindArraySites(const ParsedClass &pc, const Code &code);
 void PlanArrays(const MethodCode &mc, const std::vector<ArrayChoice> &arrays, const ProbeRefs &refs,
                 MethodEdit &edit);
 
+// ---- Coverage probes: a counter at each block start and on each branch outcome --------
+
+// The blocks and conditional branches of a method's code (`lines`: its line table).
+CoverageLayout FindCoverageLayout(const Code &code, const std::vector<LineEntry> &lines);
+
+void PlanCoverage(const MethodCode &mc, const CoverageLayout &layout, std::uint32_t firstCounter, Probe probe,
+                  const ProbeRefs &refs, MethodEdit &edit);
+
 }  // namespace martini::jvm::detail

@@ -28,8 +28,10 @@ enum class Probe : std::size_t {
     kAllocArray,
     kInteraction,
     kInteractionStatic,
+    kHit,
+    kHitPlain,
 };
-inline constexpr std::size_t kProbeCount = 9;
+inline constexpr std::size_t kProbeCount = 11;
 
 constexpr std::size_t ProbeIndex(Probe p) { return static_cast<std::size_t>(p); }
 
@@ -53,6 +55,10 @@ inline constexpr std::array<ProbeMethod, kProbeCount> kProbeMethods = {{
     {Probe::kAllocArray, "allocArray", "(Ljava/lang/Object;I)V", true, true},
     {Probe::kInteraction, "interaction", "(Ljava/lang/Object;I)V", true, false},
     {Probe::kInteractionStatic, "interactionStatic", "(I)V", true, false},
+    // Coverage counters: Java, compiled inline (an atomic add to the counter in native
+    // memory; hitPlain a plain add, for measuring what the atomic costs).
+    {Probe::kHit, "hit", "(I)V", false, false},
+    {Probe::kHitPlain, "hitPlain", "(I)V", false, false},
 }};
 
 constexpr bool ProbeRowsInEnumOrder() {

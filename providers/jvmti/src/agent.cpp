@@ -16,6 +16,7 @@
 // attach starts a new run in the same JVM.
 #include "allocations.h"
 #include "calls.h"
+#include "coverage.h"
 #include "classes.h"
 #include "compiled_code.h"
 #include "control.h"
@@ -118,6 +119,7 @@ std::string Detach(core::Core &, std::vector<std::string> &notes) {
 // enabled), and sets its callbacks.
 void SetUpComponents(bool live) {
     Calls::Decide();
+    Coverage::Decide();
     // The clients asked for their allocation sampling interval in MPICL_Instantiate:
     // interval 0 (every allocation) means exact mode, decided now, before any class loads.
     Allocations::Decide();

@@ -2,6 +2,7 @@
 
 #include "allocations.h"
 #include "calls.h"
+#include "coverage.h"
 #include "interactions.h"
 #include "jvm_support.h"
 #include "modules.h"
@@ -19,7 +20,7 @@
 namespace martini::jvm {
 
 void Instrumentation::Decide() {
-    wanted_ = Calls::Wanted() || Allocations::Exact() || Interactions::Wanted();
+    wanted_ = Calls::Wanted() || Allocations::Exact() || Interactions::Wanted() || Coverage::Wanted();
     classes_ = wanted_ || Vm::Wants(EV_CLASS_LOAD) || Vm::Wants(EV_NEW_METHOD);
     if (const char *dump = std::getenv("MARTINI_DUMP_CLASSES")) dumpDir_ = dump;
     if (const char *digests = std::getenv("MARTINI_BYTECODE_DIGESTS")) {
@@ -36,6 +37,7 @@ void Instrumentation::AddCapabilities(jvmtiCapabilities &caps) {
         caps.can_retransform_classes = 1;
         caps.can_retransform_any_class = 1;
     }
+    if (Coverage::Wanted()) caps.can_get_source_file_name = 1;  // coverage filters of classes loaded before
     if (!digestFile_.empty()) caps.can_get_bytecodes = 1;
 }
 
@@ -96,8 +98,10 @@ std::vector<std::uint8_t> Instrumentation::OnClassFile(JNIEnv *jni, jobject load
     const AllocSelector allocs = Allocations::ClassSelector(load);
     const SiteSelector sites = Interactions::Selector(load);
     const ArraySelector arrays = Allocations::ArraysSelector(load);
-    InstrumentResult result = calls || allocs || sites || arrays
-                                  ? InstrumentClass(bytes, Selectors{calls, allocs, sites, arrays})
+    const CoverageSelector coverage = Coverage::Selector(load);
+    InstrumentResult result = calls || allocs || sites || arrays || coverage
+                                  ? InstrumentClass(bytes, Selectors{calls, allocs, sites, arrays, coverage,
+                                                                     Coverage::PlainCounters()})
                                   : ParseClass(bytes);
     if (!result.parsed) {
         stats_.classesUnparsable.fetch_add(1, std::memory_order_relaxed);
@@ -114,6 +118,7 @@ std::vector<std::uint8_t> Instrumentation::OnClassFile(JNIEnv *jni, jobject load
         }
     }
     SetRunLines(load, result);
+    Coverage::Record(load, result);
     if (load.allocProbe != 0 && redefined != nullptr) Allocations::BindClass(jni, load.allocProbe, redefined);
     if (result.changed) Dump(name, result.bytes);
     if (load.classId != 0) Modules::Assign(jni, loader, protectionDomain, name, *ClassRegistry::Class(load.classId));
@@ -223,6 +228,7 @@ void Instrumentation::Start(JNIEnv *jni, bool attached) {
         return;
     }
     Allocations::FindProbeMethods(jni, probes);
+    Coverage::Start(jni, probes);  // before any class can get coverage probes
     ReadProbesModule(jni, probes);
     instrumenting_.store(true, std::memory_order_release);
     WriteDigests(jni, "before");
@@ -312,7 +318,7 @@ bool Instrumentation::NeedsRewriting(JNIEnv *jni, jclass klass) {
     // Allocation and site probes depend on the code: with either wanted, every class
     // is retransformed.
     if (Allocations::Exact() || Interactions::Wanted()) return true;
-    if (!Calls::Wanted()) return false;
+    if (!Calls::Wanted() && !Coverage::Wanted()) return false;
     JvmtiString sig(Vm::Jvmti());
     if (Vm::Jvmti()->GetClassSignature(klass, &sig.p, nullptr) != JVMTI_ERROR_NONE) return true;
     const std::string internal = InternalFromSignature(sig.p);
@@ -323,7 +329,8 @@ bool Instrumentation::NeedsRewriting(JNIEnv *jni, jclass klass) {
     // methods to list: retransformed (about 75 of the 450 classes loaded before VMInit).
     std::vector<DeclaredMethod> methods;
     if (ClassRegistry::DeclareLoaded(jni, klass, internal, methods) == 0) return true;
-    return Calls::AskAbout(internal, methods);
+    const bool calls = Calls::Wanted() && Calls::AskAbout(internal, methods);
+    return Coverage::AskAbout(klass, internal, methods) || calls;
 }
 
 void Instrumentation::RetransformLoaded(JNIEnv *jni, jclass probes) {

@@ -1,5 +1,7 @@
 #include "jvm_provider.h"
 
+#include "coverage.h"
+
 #include "allocations.h"
 #include "classes.h"
 #include "compiled_code.h"
@@ -69,6 +71,13 @@ TResult JvmProvider::DescribeCompiledCode(UIOP address, BitSet, core::CompiledMe
     return CompiledCode::Describe(address, f);
 }
 TResult JvmProvider::CurrentThread(TId &id) noexcept { return Threads::CurrentThread(id); }
+
+// Coverage probes need only class rewriting, which every JVM the agent runs in has.
+BitSet JvmProvider::CoverageItems() const noexcept { return DR_COVERAGE_BLOCKS | DR_COVERAGE_BRANCHES; }
+
+TResult JvmProvider::DescribeCoverage(TId method, BitSet, core::CoverageFacts &f) noexcept {
+    return Coverage::Describe(method, f);
+}
 TResult JvmProvider::SuspendAll() noexcept { return Threads::SuspendAll(); }
 TResult JvmProvider::ResumeAll() noexcept { return Threads::ResumeAll(); }
 TResult JvmProvider::RunGc() noexcept { return Gc::Run(); }

@@ -1,0 +1,138 @@
+#include "coverage.h"
+
+#include "jvm_support.h"
+#include "martini/core/log.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
+namespace martini::jvm {
+
+void Coverage::Decide() {
+    wanted_ = Vm::Core().CoverageRequested() != 0;
+    const char *mode = std::getenv("MARTINI_COVERAGE_COUNTERS");
+    plain_ = mode != nullptr && std::strcmp(mode, "plain") == 0;
+}
+
+bool Coverage::Never(const std::string &internalName) {
+    return internalName == "java/lang/Object" || internalName == "sun/misc/Unsafe" ||
+           internalName == "jdk/internal/misc/Unsafe" || internalName.rfind("martini/runtime/", 0) == 0;
+}
+
+bool Coverage::Start(JNIEnv *jni, jclass probes) {
+    if (!wanted_ || counters_ != nullptr) return wanted_;
+    const auto fail = [&](const std::string &why) {
+        if (jni->ExceptionCheck()) jni->ExceptionClear();
+        core::LogLine("coverage: " + why + ": no coverage counts");
+        wanted_ = false;
+        return false;
+    };
+    void *memory = mmap(nullptr, kMaxCounters * sizeof(std::uint64_t), PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (memory == MAP_FAILED) return fail(std::string("cannot map the counters: ") + std::strerror(errno));
+    // JNI reads and writes fields whatever their access: Probes gets the Unsafe
+    // instance and the counters' address without reflection in Java.
+    jclass unsafeClass = jni->FindClass("sun/misc/Unsafe");
+    jfieldID theUnsafe = unsafeClass ? jni->GetStaticFieldID(unsafeClass, "theUnsafe", "Lsun/misc/Unsafe;") : nullptr;
+    jobject unsafe = theUnsafe ? jni->GetStaticObjectField(unsafeClass, theUnsafe) : nullptr;
+    jfieldID unsafeField = jni->GetStaticFieldID(probes, "unsafe", "Lsun/misc/Unsafe;");
+    jfieldID countersField = unsafeField ? jni->GetStaticFieldID(probes, "counters", "J") : nullptr;
+    if (unsafe == nullptr || countersField == nullptr) {
+        munmap(memory, kMaxCounters * sizeof(std::uint64_t));
+        return fail("cannot reach sun.misc.Unsafe or Probes' coverage fields (martini-probes.jar of another version?)");
+    }
+    jni->SetStaticObjectField(probes, unsafeField, unsafe);
+    jni->SetStaticLongField(probes, countersField, static_cast<jlong>(reinterpret_cast<std::uintptr_t>(memory)));
+    counters_ = static_cast<std::uint64_t *>(memory);
+    return true;
+}
+
+CoverageSelector Coverage::Selector(ClassLoad &load) {
+    if (!wanted_) return {};
+    return [&load](const ClassDecl &decl, const MethodDecl &m, const CoverageLayout &layout) -> std::int64_t {
+        if (counters_ == nullptr || Never(decl.internalName)) return kNoProbe;
+        const TId id = load.ProbeableMethod(decl, m);
+        if (id == 0) return kNoProbe;
+        const std::string className = SourceName(decl.internalName);
+        SCoverageFilterData data{className.c_str(), m.name.c_str(), m.descriptor.c_str(), decl.sourceFile.c_str()};
+        if (Vm::Core().CoverageInterest(id, data) == 0) return kNoProbe;
+        std::lock_guard lock(mutex_);
+        const auto it = reserved_.find(id);
+        if (it != reserved_.end() && it->second.layout == layout) return it->second.first;  // the same code again
+        if (next_ + layout.Counters() > kMaxCounters) {
+            if (!fullSaid_) {
+                fullSaid_ = true;
+                core::LogF("coverage: all %llu counters are in use: methods loaded from now on are not covered",
+                           static_cast<unsigned long long>(kMaxCounters));
+            }
+            return kNoProbe;
+        }
+        Counted &c = reserved_[id];
+        c.first = static_cast<std::uint32_t>(next_);
+        c.layout = layout;
+        c.lines = m.lines;
+        next_ += layout.Counters();
+        return c.first;
+    };
+}
+
+void Coverage::Record(const ClassLoad &load, const InstrumentResult &result) {
+    if (!wanted_ || result.coverage.empty()) return;
+    std::lock_guard lock(mutex_);
+    for (const auto &c : result.coverage) {
+        if (c.method < load.ids.size() && load.ids[c.method] != 0) counted_[load.ids[c.method]] = true;
+    }
+}
+
+bool Coverage::AskAbout(jclass klass, const std::string &internalName, const std::vector<DeclaredMethod> &methods) {
+    if (!wanted_ || Never(internalName)) return false;
+    JvmtiString source(Vm::Jvmti());
+    if (Vm::Jvmti()->GetSourceFileName(klass, &source.p) != JVMTI_ERROR_NONE) source.p = nullptr;
+    const std::string className = SourceName(internalName);
+    bool wanted = false;
+    for (const DeclaredMethod &m : methods) {
+        SCoverageFilterData data{className.c_str(), m.name.c_str(), m.descriptor.c_str(), source.p ? source.p : ""};
+        wanted = Vm::Core().CoverageInterest(m.id, data) != 0 || wanted;
+    }
+    return wanted;
+}
+
+namespace {
+
+std::uint64_t Load(std::uint64_t &counter) {
+    return std::atomic_ref<std::uint64_t>(counter).load(std::memory_order_relaxed);
+}
+
+}  // namespace
+
+TResult Coverage::Describe(TId method, core::CoverageFacts &f) noexcept {
+    try {
+        std::lock_guard lock(mutex_);
+        const auto it = reserved_.find(method);
+        if (it == reserved_.end() || !counted_.contains(method)) return MRTE_ERROR_ILLEGAL_ID;
+        const Counted &c = it->second;
+        const std::size_t n = c.layout.blocks.size();
+        f.given = DR_COVERAGE_BLOCKS | DR_COVERAGE_BRANCHES;
+        for (std::size_t i = 0; i < n; ++i) {
+            const std::uint32_t off = c.layout.blocks[i];
+            f.entries.push_back({CEK_BLOCK, off, LineAt(c.lines, off), 0, Load(counters_[c.first + i]), 0});
+        }
+        for (std::size_t j = 0; j < c.layout.branches.size(); ++j) {
+            const std::uint32_t off = c.layout.branches[j];
+            const std::uint64_t ran = Load(counters_[c.first + n + 2 * j]);
+            const std::uint64_t fell = Load(counters_[c.first + n + 2 * j + 1]);
+            const unsigned line = LineAt(c.lines, off);
+            f.entries.push_back({CEK_BRANCH, off, line, 0, fell, 0});
+            f.entries.push_back({CEK_BRANCH, off, line, 1, ran - std::min(ran, fell), 0});
+        }
+        return MRTE_RESULT_OK;
+    } catch (...) {
+        return MRTE_ERROR_OUT_OF_MEMORY;
+    }
+}
+
+}  // namespace martini::jvm
