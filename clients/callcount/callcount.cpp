@@ -5,7 +5,9 @@
 // Options (comma-separated key=value): top=N (rows, default 20), out=FILE (write the
 // table there instead of stderr; %p: the process id, %t: the start time), include=PREFIX (only classes whose name starts with
 // PREFIX, e.g. include=com.acme.; repeatable), time (also inclusive wall time per
-// method, from DR_CPU_TIMESTAMP at enter and leave). An unknown key or a bad value
+// method, from DR_CPU_TIMESTAMP at enter and leave), counters (the calls from the
+// runtime's coverage counters, IMpi::RequestCoverage: no event per call, so the cost is
+// coverage's; no threads and no exceptional exits). An unknown key or a bad value
 // refuses to start.
 #include <MpiAPI.h>
 
@@ -36,6 +38,7 @@ struct Counts {
 };
 
 bool g_time = false;
+bool g_counters = false;
 
 // One table per OS thread: no lock per event. Each is registered once, on the
 // thread's first event. Runtime threads (DR_THREAD_ID) are counted separately: a
@@ -133,11 +136,54 @@ std::string MethodName(TId methodId) {
     return (n.className.empty() ? "" : n.className + ".") + n.method + n.signature;
 }
 
+// The counters mode: each covered method's calls from its entry counter (CEK_ENTRY),
+// else from its first block's.
+std::unordered_map<TId, Counts> CountsFromCounters() {
+    std::unordered_map<TId, Counts> counts;
+    std::vector<TId> ids(1024);
+    SIdArray list;
+    for (int attempt = 0; attempt < 4; ++attempt) {
+        list.entries = ids.data();
+        list.uiSize = static_cast<unsigned>(ids.size());
+        if (g_mpi->GetCoveredMethods(g_clientId, &list) != MRTE_ERROR_BUFFER_TOO_SHORT) break;
+        ids.resize(list.uiActualSize);
+    }
+    ids.resize(std::min<std::size_t>(list.uiActualSize, ids.size()));
+    std::vector<SCoverageEntry> entries(256);
+    for (TId id : ids) {
+        SCoverageInfo info;
+        TResult r = MRTE_ERROR_FAIL;
+        for (int attempt = 0; attempt < 4; ++attempt) {
+            info.entries.entries = entries.data();
+            info.entries.uiSize = static_cast<unsigned>(entries.size());
+            r = g_mpi->GetCoverageInfo(g_clientId, id, DR_COVERAGE_BLOCKS, &info);
+            if (r != MRTE_ERROR_BUFFER_TOO_SHORT) break;
+            entries.resize(info.entries.uiActualSize);
+        }
+        if (r != MRTE_RESULT_OK) continue;
+        std::uint64_t calls = 0;
+        unsigned first = ~0u;
+        for (unsigned i = 0; i < info.entries.uiActualSize; ++i) {
+            const SCoverageEntry &e = entries[i];
+            if (e.kind == CEK_ENTRY) {
+                calls = e.uiCount;
+                break;
+            }
+            if (e.kind == CEK_BLOCK && e.uiOffset < first) {
+                first = e.uiOffset;
+                calls = e.uiCount;
+            }
+        }
+        if (calls != 0) counts[id].calls = calls;
+    }
+    return counts;
+}
+
 class ShutdownObserver : public IVmShutdownEventObserver {
 public:
     void HandleEvent() override {
         std::size_t threads = 0;
-        const auto counts = g_tables.Merge(threads);
+        const auto counts = g_counters ? CountsFromCounters() : g_tables.Merge(threads);
         std::vector<std::pair<TId, Counts>> rows(counts.begin(), counts.end());
         std::sort(rows.begin(), rows.end(), [](const auto &a, const auto &b) {
             return a.second.calls != b.second.calls ? a.second.calls > b.second.calls : a.first < b.first;
@@ -148,8 +194,13 @@ public:
             exits += c.exceptionExits;
         }
         auto print = [&](FILE *out) {
-            std::fprintf(out, "callcount: %llu calls to %zu methods on %zu threads (%llu exceptional exits)\n",
-                         (unsigned long long)calls, rows.size(), threads, (unsigned long long)exits);
+            if (g_counters) {
+                std::fprintf(out, "callcount: %llu calls to %zu methods (from the coverage counters: no threads, no "
+                                  "exceptional exits)\n", (unsigned long long)calls, rows.size());
+            } else {
+                std::fprintf(out, "callcount: %llu calls to %zu methods on %zu threads (%llu exceptional exits)\n",
+                             (unsigned long long)calls, rows.size(), threads, (unsigned long long)exits);
+            }
             if (g_time) {
                 std::fprintf(out, "%12s %8s %12s  %s\n", "calls", "exc.exit", "incl.ms", "method");
             } else {
@@ -160,6 +211,9 @@ public:
                     std::fprintf(out, "%12llu %8llu %12.3f  %s\n", (unsigned long long)rows[i].second.calls,
                                  (unsigned long long)rows[i].second.exceptionExits,
                                  double(rows[i].second.inclusiveNs) / 1e6, MethodName(rows[i].first).c_str());
+                } else if (g_counters) {  // exceptional exits are not counted
+                    std::fprintf(out, "%12llu %8s  %s\n", (unsigned long long)rows[i].second.calls, "-",
+                                 MethodName(rows[i].first).c_str());
                 } else {
                     std::fprintf(out, "%12llu %8llu  %s\n", (unsigned long long)rows[i].second.calls,
                                  (unsigned long long)rows[i].second.exceptionExits, MethodName(rows[i].first).c_str());
@@ -185,17 +239,28 @@ LeaveObserver g_leave;
 ShutdownObserver g_shutdown;
 IncludeFilter g_filter;
 
+// The counters mode's filter: the same classes as the call-graph filter.
+class CoverageIncludeFilter : public ICoverageFilter {
+public:
+    bool ShouldNotify(SCoverageFilterData &data) override {
+        SCallGraphFilterData d{data.szClassName, data.szMethodName, data.szMethodSignature, MAT_NONE};
+        return g_filter.ShouldNotify(d);
+    }
+};
+CoverageIncludeFilter g_coverageFilter;
+
 // The options, checked all before any is used (MPICL_CheckOptions checks them alone).
 struct Options {
     std::size_t top = 20;
     bool time = false;
+    bool counters = false;
     std::vector<std::string> includes;
     std::string outPath;
 };
 
 // Every option's name (docs/configuration.md lists them): a name that is none of them
 // is refused, with the nearest one.
-constexpr const char *kOptionNames[] = {"top", "out", "include", "time"};
+constexpr const char *kOptionNames[] = {"top", "out", "include", "time", "counters"};
 
 // Fills `o` from the option text; "" or the problem.
 std::string ParseOptions(const char *text, Options &o) {
@@ -217,6 +282,9 @@ std::string ParseOptions(const char *text, Options &o) {
         } else if (key == "time") {
             if (!value.empty()) return "option 'time' takes no value";
             o.time = true;
+        } else if (key == "counters") {
+            if (!value.empty()) return "option 'counters' takes no value";
+            o.counters = true;
         } else if (key == "include") {
             if (value.empty()) return "option include= needs a class-name prefix";
             o.includes.push_back(value);
@@ -227,6 +295,7 @@ std::string ParseOptions(const char *text, Options &o) {
             return "option '" + key + "' is known but not handled";
         }
     }
+    if (o.counters && o.time) return "options 'counters' and 'time' exclude each other: the counters have no times";
     return "";
 }
 
@@ -242,8 +311,21 @@ extern "C" API_EXPORT TResult MPICL_Instantiate(IMpi *pMpiApi, TId clientId, con
     g_time = o.time;
     g_includes = std::move(o.includes);
     g_outPath = std::move(o.outPath);
+    g_counters = o.counters;
     g_mpi = pMpiApi;
     g_clientId = clientId;
+    if (g_counters) {
+        TResult r = pMpiApi->RequestCoverage(clientId, DR_COVERAGE_BLOCKS);
+        if (r == MRTE_ERROR_NOT_SUPPORTED) {
+            std::fprintf(stderr, "callcount: option 'counters': this runtime keeps no coverage counters\n");
+            return r;
+        }
+        if (r == MRTE_RESULT_OK) r = pMpiApi->RegisterEvent(clientId, g_shutdown);
+        if (r == MRTE_RESULT_OK && !g_includes.empty()) {
+            r = pMpiApi->SetEventGroupFilter(clientId, EG_COVERAGE, g_coverageFilter);
+        }
+        return r;
+    }
     TResult r = pMpiApi->RegisterEvent(clientId, g_enter);
     if (r == MRTE_RESULT_OK) r = pMpiApi->RegisterEvent(clientId, g_leave);
     if (r == MRTE_RESULT_OK) r = pMpiApi->RegisterEvent(clientId, g_shutdown);

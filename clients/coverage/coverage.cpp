@@ -120,13 +120,18 @@ void AddMethod(cov::Tracefile &t, TId method, std::size_t &withoutLines) {
     std::map<unsigned, std::uint64_t> lines;
     unsigned firstLine = 0, firstOffset = ~0u;
     std::uint64_t calls = 0, blocks = 0, blocksHit = 0;
+    bool entryCounted = false;  // CEK_ENTRY: the calls, counted apart from the first block
     for (const auto &e : entries) {
+        if (e.kind == CEK_ENTRY) {
+            calls = e.uiCount;
+            entryCounted = true;
+        }
         if (e.kind != CEK_BLOCK) continue;
         ++blocks;
         blocksHit += e.uiCount != 0;
         if (e.uiOffset < firstOffset) {
             firstOffset = e.uiOffset;
-            calls = e.uiCount;
+            if (!entryCounted) calls = e.uiCount;
         }
         if (e.uiLineNumber == 0) continue;
         if (firstLine == 0 || e.uiLineNumber < firstLine) firstLine = e.uiLineNumber;

@@ -66,7 +66,7 @@ TResult Registry::GetCoverageInfo(TId clientId, TId methodId, BitSet requested, 
         std::vector<SCoverageEntry> entries;
         entries.reserve(f.entries.size());
         for (SCoverageEntry e : f.entries) {
-            const BitSet item = e.kind == CEK_BRANCH ? DR_COVERAGE_BRANCHES : DR_COVERAGE_BLOCKS;
+            const BitSet item = e.kind == CEK_BRANCH ? DR_COVERAGE_BRANCHES : DR_COVERAGE_BLOCKS;  // blocks, entries
             if ((valid & item) == 0) continue;
             if ((valid & DR_COVERAGE_TIME) == 0) e.uiTimeNs = 0;
             entries.push_back(e);

@@ -69,9 +69,10 @@
 // Coverage probes. A CoverageSelector is asked once per method with code, with the
 // method's blocks and conditional branches (CoverageLayout, offsets in the original
 // code); it returns the index of the method's first counter C (0 .. 2^31-1) or
-// kNoProbe. The method then has blocks.size() + 2 * branches.size() counters from C:
+// kNoProbe. The method then has blocks.size() + 2 * branches.size() + 1 counters from C:
 // block i's counter is C + i, branch j's C + n + 2j (the times it ran) and C + n + 2j + 1
-// (the times it fell through: not taken), n = blocks.size(). A block starts at
+// (the times it fell through: not taken), n = blocks.size(), and the last counts the
+// method's entries (a method-start probe no branch reaches: its calls). A block starts at
 // offset 0, at every branch and switch target, after every branch, switch, return,
 // athrow, jsr and ret, at every exception handler, and at every LineNumberTable entry
 // (so that each line's first instruction starts a block: a line is counted when it is
@@ -164,7 +165,8 @@ inline constexpr std::int64_t kNoProbe = -1;
 struct CoverageLayout {
     std::vector<std::uint32_t> blocks;    // ascending; the first is 0
     std::vector<std::uint32_t> branches;  // ascending: if<cond>, if_<cmp>, ifnull, ifnonnull
-    std::size_t Counters() const { return blocks.size() + 2 * branches.size(); }
+    // Counters: one per block, two per branch, and the method's entries (last).
+    std::size_t Counters() const { return blocks.size() + 2 * branches.size() + 1; }
     bool operator==(const CoverageLayout &) const = default;
 };
 

@@ -441,6 +441,7 @@ void PlanCoverage(const MethodCode &mc, const CoverageLayout &layout, std::uint3
         counter(Placement::kBefore, in.off, n + 2 * j);
         counter(Placement::kAfter, in.off, n + 2 * j + 1);
     }
+    counter(Placement::kMethodStart, 0, layout.Counters() - 1);  // the calls
 }
 
 }  // namespace martini::jvm::detail

@@ -129,6 +129,8 @@ TResult Coverage::Describe(TId method, core::CoverageFacts &f) noexcept {
             f.entries.push_back({CEK_BRANCH, off, line, 0, fell, 0});
             f.entries.push_back({CEK_BRANCH, off, line, 1, ran - std::min(ran, fell), 0});
         }
+        const std::uint64_t calls = Load(counters_[c.first + c.layout.Counters() - 1]);
+        f.entries.push_back({CEK_ENTRY, 0, LineAt(c.lines, 0), 0, calls, 0});
         return MRTE_RESULT_OK;
     } catch (...) {
         return MRTE_ERROR_OUT_OF_MEMORY;

@@ -220,6 +220,8 @@ typedef SArray<TId> SIdArray;
 enum ECoverageEntryKind {
     CEK_BLOCK = 0,
     CEK_BRANCH,
+    CEK_ENTRY,  // the method's entries (its calls), where the runtime counts them apart from
+                // its first block (which a loop may enter again); with DR_COVERAGE_BLOCKS
 };
 
 struct SCoverageEntry {
