@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""Coverage on the JVM: `martini run --client coverage -- java ...`.
+Exact line, function and branch counts on programs with one statement per line
+(tests/coverage/Lines.java, Plain.java): a line whose call ends by an exception is
+counted; 8 threads running the same lines give exact totals; class files of versions
+48 (no stack maps), 51, 52, 55 and 61 and a class compiled without debug information
+(counted by block, said); the JDK's own code covered on request verifies and runs; the
+tracefile is read by genhtml, the Cobertura XML by xmllint; callcount=counters gives
+the calls from the same counters; `martini attach` covers a running JVM and restores
+its classes at detach, with a sample point in between; tracefiles of several processes
+(`--output 'DIR/%p'`) merge.
+
+usage: coverage_java_test.py MARTINI_BUILD_DIR SOURCE_ROOT JAVAC
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from testlib import Checks, rest_of, run  # noqa: E402
+
+build, source, javac = (os.path.abspath(a) for a in sys.argv[1:4])
+martini = os.path.join(build, "tools", "martini")
+work = tempfile.mkdtemp(prefix="coverage-java-")
+check = Checks()
+shutil.copy(os.path.join(source, "tests", "coverage", "Lines.java"), work)
+shutil.copy(os.path.join(source, "tests", "coverage", "Plain.java"), work)
+
+
+def tracefile(path):
+    """{file: {"DA": {line: n}, "FNDA": {name: n}, "BRDA": {(line, block, branch): n}}}"""
+    files, current = {}, None
+    for line in open(path):
+        key, _, value = line.rstrip("\n").partition(":")
+        if key == "SF":
+            current = files.setdefault(os.path.basename(value), {"DA": {}, "FNDA": {}, "BRDA": {}})
+        elif key == "DA":
+            n, count = value.split(",")[:2]
+            current["DA"][int(n)] = int(count)
+        elif key == "FNDA":
+            count, name = value.split(",", 1)
+            current["FNDA"][name] = int(count)
+        elif key == "BRDA":
+            a, b, c, d = value.split(",")
+            current["BRDA"][(int(a), int(b), int(c))] = None if d == "-" else int(d)
+    return files
+
+
+def cover(name, classpath, main, options="", expect=0):
+    out = os.path.join(work, name)
+    client = "coverage" + ("=" + options if options else "")
+    r = run([martini, "run", "--client", client, "--output", out, "--", "java", "-cp", classpath, main],
+            expect=expect, cwd=work, timeout=300)
+    return r, out
+
+
+# Lines: one statement per line.
+run([javac, "-g", "-d", os.path.join(work, "lines"), os.path.join(work, "Lines.java")])
+r, out = cover("lines", "lines", "Lines")
+check("Lines runs under coverage", r.returncode == 0 and "385 4" in r.stdout, r.stdout + r.stderr)
+lines = tracefile(os.path.join(out, "coverage.info")).get("Lines.java", {"DA": {}, "FNDA": {}, "BRDA": {}})
+expected = {3: 800010,  # square: 10 calls from main, 8 threads x 100000
+            7: 5, 8: 3, 10: 2,  # check: the throw line 3 times, the return twice
+            14: 451, 15: 1, 17: 450,  # recurse: line 17's call always ends by an exception: counted
+            21: 1, 22: 11, 23: 10, 25: 1, 26: 6, 28: 5, 29: 3, 30: 3, 34: 1, 35: 1, 36: 1,
+            41: 800008, 42: 800000, 50: 1}
+for n, count in expected.items():
+    check(f"Lines.java:{n} entered {count} times", lines["DA"].get(n) == count, (n, lines["DA"].get(n)))
+check("the constructor never ran: its line 0", lines["DA"].get(1) == 0, lines["DA"])
+check("calls per method, from the entry counters",
+      lines["FNDA"].get("Lines.square(I)I") == 800010 and lines["FNDA"].get("Lines.recurse(I)I") == 451 and
+      lines["FNDA"].get("Lines.lambda$main$0()V") == 8, lines["FNDA"])
+check("check's if: 3 times into the throw, twice past it",
+      sorted(v for (ln, _, _), v in lines["BRDA"].items() if ln == 7) == [2, 3], lines["BRDA"])
+check("only the program's own classes by default", list(tracefile(os.path.join(out, "coverage.info"))) ==
+      ["Lines.java"], r.stderr)
+check("the summary names the file", re.search(r"coverage: 1 files, lines \d+/\d+", r.stderr), r.stderr)
+if shutil.which("genhtml"):
+    g = run(["genhtml", "-q", "-o", os.path.join(work, "genhtml"), os.path.join(out, "coverage.info")], cwd=work)
+    check("genhtml reads the tracefile", g.returncode == 0, g.stderr)
+if shutil.which("xmllint"):
+    x = run(["xmllint", "--noout", os.path.join(out, "coverage.xml")])
+    check("the Cobertura XML is well-formed", x.returncode == 0, x.stderr)
+html = open(os.path.join(out, "coverage.html")).read()
+check("the HTML shows the source with its counts", "800010" in html and "recurse(n - 1)" in html, html[:300])
+
+# callcount from the same counters.
+r = run([martini, "run", "--client", "callcount=counters,include=Lines", "--", "java", "-cp", "lines", "Lines"],
+        cwd=work, timeout=300)
+check("callcount=counters: exact calls", re.search(r"^\s+800010\s+-\s+Lines\.square\(I\)I$", r.stderr, re.M) and
+      re.search(r"^\s+451\s+-\s+Lines\.recurse\(I\)I$", r.stderr, re.M), r.stderr)
+r = run([martini, "run", "--client", "callcount=counters,time", "--", "java", "-cp", "lines", "Lines"], expect=1,
+        cwd=work, timeout=300)
+check("callcount=counters,time refused before the run", "exclude each other" in r.stderr, r.stderr)
+
+# Every class-file version the JDK runs, and a class without debug information.
+plain = os.path.join(work, "Plain.java")
+for release in ("7", "8", "11", "17"):
+    run([javac, "-nowarn", "--release", release, "-d", os.path.join(work, "r" + release), plain])
+shutil.copytree(os.path.join(work, "r8"), os.path.join(work, "r48"))
+with open(os.path.join(work, "r48", "Plain.class"), "r+b") as f:
+    f.seek(6)
+    f.write(b"\x00\x30")  # version 48: verified by type inference, no StackMapTable
+for release in ("48", "7", "8", "11", "17"):
+    r, out = cover("v" + release, "r" + release, "Plain", "formats=lcov")
+    got = tracefile(os.path.join(out, "coverage.info")).get("Plain.java", {"DA": {}})["DA"]
+    want = {5: 30, 7: 10, 9: 10, 11: 10, 17: 30, 18: 8, 20: 22, 22: 8}
+    check(f"class file of release {release}: runs and counts exactly",
+          "sum 615" in r.stdout and all(got.get(k) == v for k, v in want.items()), (r.stderr, got))
+run([javac, "-g:none", "-d", os.path.join(work, "nog"), plain])
+r, out = cover("nog", "nog", "Plain")
+check("without line tables: counted by block, and said", "sum 615" in r.stdout and
+      "4 of 4 methods have no line table" in r.stderr and
+      "no line table" in open(os.path.join(out, "coverage.html")).read(), r.stderr)
+
+# The JDK's own code, asked for: rewritten, verified and run (java.util, String).
+r, out = cover("jdk", "lines", "Lines", "include=java.util.,include=java.lang.String,include=Lines,formats=lcov")
+jdk = tracefile(os.path.join(out, "coverage.info"))
+check("JDK classes covered on request run as before", r.returncode == 0 and "385 4" in r.stdout and
+      "VerifyError" not in r.stderr and "ArrayList.java" in jdk and "String.java" in jdk, r.stderr[-2000:])
+
+# Several processes, then merged.
+for k in range(2):
+    run([martini, "run", "--client", "coverage=formats=lcov", "--output", os.path.join(work, "many", "%p"), "--",
+         "java", "-cp", "r17", "Plain"], cwd=work, timeout=300)
+parts = [os.path.join(d, "coverage.info") for d in (os.path.join(work, "many", p)
+                                                    for p in sorted(os.listdir(os.path.join(work, "many"))))]
+m = run([martini, "coverage", "merge", "-o", os.path.join(work, "merged.info")] + parts, cwd=work)
+merged = tracefile(os.path.join(work, "merged.info")).get("Plain.java", {"DA": {}})["DA"]
+check("two processes merged: counts added", len(parts) == 2 and merged.get(17) == 60 and merged.get(18) == 16,
+      (parts, merged, m.stderr))
+
+# Attach: cover a running JVM, a sample point, detach restores the class.
+attached = os.path.join(work, "attached")
+run([javac, "-d", attached, os.path.join(source, "tests", "control", "Attached.java")])
+stop = os.path.join(work, "stop")
+digests = os.path.join(work, "digests")
+proc = subprocess.Popen(["java", "-cp", attached, "Attached", stop], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                        text=True, env=dict(os.environ, MARTINI_BYTECODE_DIGESTS=digests + ":Attached"))
+pid = proc.stdout.readline().split()[1]
+try:
+    out = os.path.join(work, "attach-out")
+    attacher = subprocess.Popen([martini, "attach", pid, "--client", "coverage=formats=lcov", "--output", out,
+                                 "--duration", "3s"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)
+    s = run([martini, "control", pid, "sample", "mid"], timeout=60)
+    _, err = attacher.communicate(timeout=120)
+    check("attached: detached, the class restored", attacher.returncode == 0 and
+          "1 classes restored to their original bytes" in err, err)
+    check("a sample point while attached", s.returncode == 0, s.stderr)
+finally:
+    open(stop, "w").close()
+    pout, perr = rest_of(proc, 60)
+check("the program ran on as without Martini", proc.returncode == 3 and "sum " in pout, perr)
+final = tracefile(os.path.join(out, "coverage.info")).get("Attached.java", {"DA": {}})["DA"]
+mid = tracefile(os.path.join(out, "coverage-mid.info")).get("Attached.java", {"DA": {}})["DA"] \
+    if os.path.exists(os.path.join(out, "coverage-mid.info")) else {}
+check("attached: work()'s loop counted, the sample point before the end",
+      0 < mid.get(11, 0) <= final.get(11, 0), (mid, final))
+phases = {}
+for line in open(digests):
+    phase, method, digest = line.split()
+    phases.setdefault(phase, set()).add((method, digest))
+check("restored bytecodes equal the original ones", phases.get("before") == phases.get("restored") and
+      phases.get("probed") != phases.get("before"), phases)
+
+shutil.rmtree(work, ignore_errors=True)
+check.finish()
