@@ -2,6 +2,8 @@
 // error code (and message) for each kind of bad input.
 #include "martini/interp.h"
 
+#include <MpiAPI.h>
+
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
@@ -10,9 +12,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,12 +37,15 @@ std::string MethodName(martini_method_id n) {
 // client wrote at VmShutdown.
 class InterpRun {
 public:
-    explicit InterpRun(const std::string &extraOptions = "") {
-        char name[] = "/tmp/interp-test-XXXXXX";
-        const int fd = mkstemp(name);
-        if (fd >= 0) close(fd);
-        out_ = name;
+    // `secondOptions`: a second client (the recorder under another name) with these
+    // options after its out=, its lines read with SecondLines().
+    explicit InterpRun(const std::string &extraOptions = "", const char *secondOptions = nullptr) {
+        out_ = TempFile();
         clients_ = std::string(RECORDER_CLIENT) + "=out=" + out_ + extraOptions;
+        if (secondOptions != nullptr) {
+            out2_ = TempFile();
+            clients_ += std::string(";") + RECORDER_CLIENT_B + "=out=" + out2_ + secondOptions;
+        }
         martini_config c{};
         c.abi_version = MARTINI_INTERP_ABI_VERSION;
         c.runtime_name = "test";
@@ -48,15 +56,10 @@ public:
     ~InterpRun() {
         martini_interp_destroy(interp);
         std::remove(out_.c_str());
+        if (!out2_.empty()) std::remove(out2_.c_str());
     }
-    std::vector<std::string> Lines() {
-        martini_interp_destroy(interp);
-        interp = nullptr;
-        std::vector<std::string> lines;
-        std::ifstream in(out_);
-        for (std::string l; std::getline(in, l);) lines.push_back(l);
-        return lines;
-    }
+    std::vector<std::string> Lines() { return LinesOf(out_); }
+    std::vector<std::string> SecondLines() { return LinesOf(out2_); }
     // The lines starting with one of `prefixes`, in order.
     std::vector<std::string> Only(std::initializer_list<const char *> prefixes) {
         std::vector<std::string> kept;
@@ -69,6 +72,16 @@ public:
             }
         }
         return kept;
+    }
+    // A method whose line table has these rows ({offset, line}; none: no line table).
+    martini_status MethodWithRows(martini_method_id id, const char *name, std::vector<martini_line> rows) {
+        martini_method_info info{};
+        info.name = name;
+        info.class_name = "tree";
+        info.source_file = "tree.lua";
+        info.lines = rows.empty() ? nullptr : rows.data();
+        info.line_count = rows.size();
+        return martini_method_register(interp, id, &info);
     }
     martini_status Method(martini_method_id id, const char *name, const char *cls = "tree") {
         martini_method_info info{};
@@ -85,7 +98,23 @@ public:
     martini_status status = MARTINI_E_INTERNAL;
 
 private:
-    std::string out_;
+    static std::string TempFile() {
+        char name[] = "/tmp/interp-test-XXXXXX";
+        const int fd = mkstemp(name);
+        if (fd >= 0) close(fd);
+        return name;
+    }
+    // The run ended (VmShutdown: the clients wrote their files), then the file's lines.
+    std::vector<std::string> LinesOf(const std::string &path) {
+        martini_interp_destroy(interp);
+        interp = nullptr;
+        std::vector<std::string> lines;
+        std::ifstream in(path);
+        for (std::string l; std::getline(in, l);) lines.push_back(l);
+        return lines;
+    }
+
+    std::string out_, out2_;
     std::string clients_;
 };
 
@@ -479,6 +508,218 @@ TEST(InterpAbi, CreateRefusesABadConfigurationAndNamesTheCause) {
     // After the failures, an instance can still be made.
     InterpRun r;
     EXPECT_EQ(r.status, MARTINI_OK) << martini_last_error();
+}
+
+
+// ---- Coverage: basic-block counts kept inside Martini, read with GetCoverageInfo --------
+
+// The recorder's "cov M ..." line for method m, "" when there is none.
+std::string CoverageOf(const Lines &lines, martini_method_id m) {
+    const std::string prefix = "cov " + std::to_string(m) + " ";
+    for (const std::string &l : lines) {
+        if (l.rfind(prefix, 0) == 0) return l;
+    }
+    return "";
+}
+
+// The line starting with `prefix`, "" when there is none.
+std::string LineStarting(const Lines &lines, const std::string &prefix) {
+    for (const std::string &l : lines) {
+        if (l.rfind(prefix, 0) == 0) return l;
+    }
+    return "";
+}
+
+TEST(InterpCoverage, WantsSaysWhatTheClientsAskedFor) {
+    {
+        InterpRun r;  // calls, no coverage
+        ASSERT_EQ(r.status, MARTINI_OK) << martini_last_error();
+        EXPECT_EQ(martini_wants(r.interp, MARTINI_WANTS_CALLS), 1);
+        EXPECT_EQ(martini_wants(r.interp, MARTINI_WANTS_COVERAGE), 0);
+        ASSERT_EQ(r.Method(1, "insert"), MARTINI_OK);
+        EXPECT_EQ(martini_method_covered(r.interp, 1), 0);
+        uint64_t *counters = nullptr;
+        size_t count = 0;
+        EXPECT_EQ(martini_coverage_counters(r.interp, 1, &counters, &count), MARTINI_E_ARGUMENT);
+        EXPECT_NE(std::string(martini_last_error()).find("no client covers method 1 (insert)"), std::string::npos)
+            << martini_last_error();
+        EXPECT_EQ(martini_bb_count(r.interp, 1, 10, 1), MARTINI_OK) << "nobody covers it: nothing to count";
+    }
+    InterpRun r(",cover,nocalls");  // coverage, no calls
+    ASSERT_EQ(r.status, MARTINI_OK) << martini_last_error();
+    EXPECT_EQ(martini_wants(r.interp, MARTINI_WANTS_CALLS), 0);
+    EXPECT_EQ(martini_wants(r.interp, MARTINI_WANTS_COVERAGE), 1);
+    EXPECT_EQ(martini_wants(r.interp, MARTINI_WANTS_CALLS | MARTINI_WANTS_COVERAGE), 0) << "one value at a time";
+    EXPECT_EQ(martini_wants(nullptr, MARTINI_WANTS_COVERAGE), 0);
+    const Lines lines = r.Lines();
+    // RequestCoverage: DR_COVERAGE_BLOCKS is required, and INSTANTIATE is the only phase.
+    EXPECT_EQ(LineStarting(lines, "reqcov-bad "), "reqcov-bad MRTE_ERROR_ILLEGAL_ARGUMENT");
+    EXPECT_EQ(LineStarting(lines, "reqcov-late "), "reqcov-late MRTE_ERROR_PHASE_FAILURE");
+}
+
+TEST(InterpCoverage, TheCoverageFilterChoosesTheCoveredMethods) {
+    InterpRun r(",cover,cover-skip=helper");
+    ASSERT_EQ(r.status, MARTINI_OK) << martini_last_error();
+    ASSERT_EQ(r.MethodWithRows(1, "main", {{1, 1}, {2, 2}}), MARTINI_OK);
+    ASSERT_EQ(r.MethodWithRows(2, "helper", {{5, 5}}), MARTINI_OK);
+    ASSERT_EQ(r.MethodWithRows(3, "work", {{9, 9}}), MARTINI_OK);
+    EXPECT_EQ(martini_method_covered(r.interp, 1), 1);
+    EXPECT_EQ(martini_method_covered(r.interp, 2), 0);
+    EXPECT_EQ(martini_method_covered(r.interp, 3), 1);
+    EXPECT_EQ(martini_method_covered(r.interp, 99), 0) << "not registered";
+    EXPECT_EQ(martini_method_covered(nullptr, 1), 0);
+    EXPECT_EQ(martini_bb_count(r.interp, 1, 2, 4), MARTINI_OK) << martini_last_error();
+    EXPECT_EQ(martini_bb_count(r.interp, 2, 5, 4), MARTINI_OK) << "not covered: accepted, nothing counted";
+    const Lines lines = r.Lines();
+    EXPECT_EQ(LineStarting(lines, "covered "), "covered 1,3");
+    EXPECT_EQ(CoverageOf(lines, 1), "cov 1 MRTE_RESULT_OK 1:1:0:0 2:2:4:0");
+    EXPECT_EQ(CoverageOf(lines, 2), "cov 2 MRTE_ERROR_ILLEGAL_ID");
+    EXPECT_EQ(CoverageOf(lines, 3), "cov 3 MRTE_RESULT_OK 9:9:0:0");
+}
+
+TEST(InterpCoverage, TheInterpreterIncrementsTheCountersInPlace) {
+    InterpRun r(",cover");
+    ASSERT_EQ(r.status, MARTINI_OK) << martini_last_error();
+    ASSERT_EQ(r.MethodWithRows(1, "walk", {{0, 3}, {4, 4}, {8, 6}}), MARTINI_OK);
+    ASSERT_EQ(r.MethodWithRows(2, "flat", {}), MARTINI_OK);  // no line table: one block, offset 0
+    uint64_t *counters = nullptr;
+    size_t count = 0;
+    ASSERT_EQ(martini_coverage_counters(r.interp, 1, &counters, &count), MARTINI_OK) << martini_last_error();
+    ASSERT_EQ(count, 3u);
+    counters[1] += 5;
+    __atomic_store_n(&counters[2], counters[2] + 1, __ATOMIC_RELAXED);
+    EXPECT_EQ(martini_bb_count(r.interp, 1, 0, 2), MARTINI_OK);
+    EXPECT_EQ(martini_bb_count(r.interp, 1, 4, 1), MARTINI_OK) << "the same counter as counters[1]";
+    uint64_t *flat = nullptr;
+    ASSERT_EQ(martini_coverage_counters(r.interp, 2, &flat, &count), MARTINI_OK) << martini_last_error();
+    EXPECT_EQ(count, 1u);
+    EXPECT_EQ(martini_bb_count(r.interp, 2, 0, 7), MARTINI_OK);
+    EXPECT_EQ(flat[0], 7u);
+    // Bad input: its code and a message, nothing counted.
+    EXPECT_EQ(martini_coverage_counters(r.interp, 1, nullptr, &count), MARTINI_E_NULL);
+    EXPECT_EQ(martini_coverage_counters(r.interp, 1, &counters, nullptr), MARTINI_E_NULL);
+    EXPECT_EQ(martini_coverage_counters(r.interp, 42, &counters, &count), MARTINI_E_UNKNOWN_ID);
+    EXPECT_EQ(martini_bb_count(r.interp, 42, 0, 1), MARTINI_E_UNKNOWN_ID);
+    EXPECT_EQ(std::string(martini_last_error()),
+              "martini_bb_count: method id 42 was not registered (martini_method_register)");
+    EXPECT_EQ(martini_bb_count(r.interp, 1, 5, 1), MARTINI_E_ARGUMENT) << "5 starts no row";
+    EXPECT_NE(std::string(martini_last_error()).find("offset 5 starts no row of method 1's line table (walk, 3 rows)"),
+              std::string::npos)
+        << martini_last_error();
+    EXPECT_EQ(martini_bb_count(r.interp, 2, 1, 1), MARTINI_E_ARGUMENT) << "a method without a line table has offset 0 only";
+    EXPECT_EQ(martini_bb_count(nullptr, 1, 0, 1), MARTINI_E_NULL);
+    const Lines lines = r.Lines();
+    EXPECT_EQ(LineStarting(lines, "covered "), "covered 1,2");
+    EXPECT_EQ(CoverageOf(lines, 1), "cov 1 MRTE_RESULT_OK 0:3:2:0 4:4:6:0 8:6:1:0");
+    EXPECT_EQ(CoverageOf(lines, 2), "cov 2 MRTE_RESULT_OK 0:0:7:0");
+}
+
+TEST(InterpCoverage, GetCoverageInfoAnswersWithTheDataRequestResultCodes) {
+    // The first client covers every method; the second leaves "helper" out.
+    InterpRun r(",cover", ",cover,cover-skip=helper");
+    ASSERT_EQ(r.status, MARTINI_OK) << martini_last_error();
+    ASSERT_EQ(r.MethodWithRows(1, "main", {{0, 1}, {4, 2}, {8, 3}}), MARTINI_OK);
+    ASSERT_EQ(r.MethodWithRows(2, "helper", {{0, 7}}), MARTINI_OK);
+    EXPECT_EQ(martini_method_covered(r.interp, 2), 1) << "some client covers it";
+    EXPECT_EQ(martini_bb_count(r.interp, 2, 0, 3), MARTINI_OK);
+    const Lines first = r.Lines();
+    const Lines second = r.SecondLines();
+    // An empty buffer: the size needed.
+    EXPECT_EQ(LineStarting(first, "covshort 1 "), "covshort 1 MRTE_ERROR_BUFFER_TOO_SHORT 3");
+    EXPECT_EQ(LineStarting(first, "covshort 2 "), "covshort 2 MRTE_ERROR_BUFFER_TOO_SHORT 1");
+    // The interpreter counts no branches: the blocks, and validData says so.
+    EXPECT_EQ(LineStarting(first, "covbranches 1 "),
+              "covbranches 1 MRTE_ERROR_PARTIAL_INFO " + std::to_string(Martini::MPI::DR_COVERAGE_BLOCKS));
+    // Covered for the first client, not for the second.
+    EXPECT_EQ(CoverageOf(first, 2), "cov 2 MRTE_RESULT_OK 0:7:3:0");
+    EXPECT_EQ(CoverageOf(second, 2), "cov 2 MRTE_ERROR_ILLEGAL_ID");
+    EXPECT_EQ(LineStarting(second, "covshort 2 "), "covshort 2 MRTE_ERROR_ILLEGAL_ID 0");
+    EXPECT_EQ(CoverageOf(second, 1), "cov 1 MRTE_RESULT_OK 0:1:0:0 4:2:0:0 8:3:0:0");
+    EXPECT_EQ(LineStarting(first, "covered "), "covered 1,2");
+    EXPECT_EQ(LineStarting(second, "covered "), "covered 1");
+}
+
+// The fields of a "cov" line's entries: {offset, line, count, time}.
+std::vector<std::vector<uint64_t>> Entries(const std::string &covLine) {
+    std::vector<std::vector<uint64_t>> out;
+    std::stringstream words(covLine);
+    std::string w;
+    for (int skip = 0; skip < 3 && words >> w; ++skip) {
+    }
+    while (words >> w) {
+        std::vector<uint64_t> fields;
+        std::stringstream parts(w);
+        for (std::string f; std::getline(parts, f, ':');) fields.push_back(std::stoull(f));
+        out.push_back(fields);
+    }
+    return out;
+}
+
+TEST(InterpCoverage, BlockTimeGoesToTheBlockUntilTheNextMarkOrItsFramesExit) {
+    using namespace std::chrono_literals;
+    InterpRun r(",cover=time");
+    ASSERT_EQ(r.status, MARTINI_OK) << martini_last_error();
+    ASSERT_EQ(r.MethodWithRows(1, "outer", {{0, 1}, {10, 2}}), MARTINI_OK);
+    ASSERT_EQ(r.MethodWithRows(2, "inner", {{0, 5}}), MARTINI_OK);
+    EXPECT_EQ(martini_bb_time(r.interp, 0), MARTINI_E_STACK) << "no frame: no method to time";
+    ASSERT_EQ(martini_enter(r.interp, 1, 1), MARTINI_OK);
+    ASSERT_EQ(martini_bb_time(r.interp, 0), MARTINI_OK) << martini_last_error();
+    std::this_thread::sleep_for(30ms);
+    ASSERT_EQ(martini_enter(r.interp, 2, 2), MARTINI_OK);  // a call inside the block: its time is the block's
+    std::this_thread::sleep_for(20ms);
+    ASSERT_EQ(martini_exit(r.interp, 1), MARTINI_OK);  // back in outer: the block goes on
+    std::this_thread::sleep_for(20ms);
+    ASSERT_EQ(martini_bb_time(r.interp, 10), MARTINI_OK) << martini_last_error();  // closes block 0
+    EXPECT_EQ(martini_bb_time(r.interp, 3), MARTINI_E_ARGUMENT) << "3 starts no row (and closes block 10)";
+    ASSERT_EQ(martini_bb_time(r.interp, 10), MARTINI_OK);
+    std::this_thread::sleep_for(20ms);
+    ASSERT_EQ(martini_exit(r.interp, MARTINI_STACK_BASE), MARTINI_OK);  // closes block 10
+    std::this_thread::sleep_for(300ms);  // after the frame: nobody's time
+    const Lines lines = r.Lines();
+    const auto outer = Entries(CoverageOf(lines, 1));
+    ASSERT_EQ(outer.size(), 2u) << CoverageOf(lines, 1);
+    const uint64_t ms = 1000 * 1000;
+    EXPECT_GE(outer[0][3], 70 * ms) << "block 0: 30 ms, 20 ms in the call, 20 ms after it";
+    EXPECT_LT(outer[0][3], 250 * ms);
+    EXPECT_GE(outer[1][3], 20 * ms) << "block 10: 20 ms until the frame exited";
+    EXPECT_LT(outer[1][3], 250 * ms) << "closed when its frame exited, not at the end of the run";
+    EXPECT_EQ(outer[0][2], 0u) << "times are not counts";
+    EXPECT_EQ(CoverageOf(lines, 2), "cov 2 MRTE_RESULT_OK 0:5:0:0") << "inner marked no block";
+}
+
+TEST(InterpCoverage, BlockTimesAreKeptOnlyWhenAClientAskedForThem) {
+    InterpRun r(",cover");
+    ASSERT_EQ(r.status, MARTINI_OK) << martini_last_error();
+    ASSERT_EQ(r.MethodWithRows(1, "outer", {{0, 1}}), MARTINI_OK);
+    ASSERT_EQ(martini_enter(r.interp, 1, 1), MARTINI_OK);
+    EXPECT_EQ(martini_bb_time(r.interp, 0), MARTINI_OK);
+    ASSERT_EQ(martini_exit(r.interp, MARTINI_STACK_BASE), MARTINI_OK);
+    EXPECT_EQ(CoverageOf(r.Lines(), 1), "cov 1 MRTE_RESULT_OK 0:1:0:0");
+}
+
+TEST(InterpCoverage, ThreadsCountingOneBlockGiveTheExactTotal) {
+    InterpRun r(",cover");
+    ASSERT_EQ(r.status, MARTINI_OK) << martini_last_error();
+    ASSERT_EQ(r.MethodWithRows(1, "hot", {{0, 1}, {4, 2}}), MARTINI_OK);
+    constexpr int kThreads = 8, kCalls = 100000;
+    std::atomic<int> ready{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+        threads.emplace_back([&r, &ready, t] {
+            ready.fetch_add(1);
+            while (ready.load() < kThreads) std::this_thread::yield();  // all at once
+            for (int i = 0; i < kCalls; ++i) {
+                if (martini_bb_count(r.interp, 1, 4, 1) != MARTINI_OK) {
+                    ADD_FAILURE() << martini_last_error();
+                    return;
+                }
+            }
+            EXPECT_EQ(martini_bb_count(r.interp, 1, 0, static_cast<uint64_t>(t)), MARTINI_OK);
+        });
+    }
+    for (auto &t : threads) t.join();
+    EXPECT_EQ(CoverageOf(r.Lines(), 1),
+              "cov 1 MRTE_RESULT_OK 0:1:28:0 4:2:" + std::to_string(kThreads * kCalls) + ":0");
 }
 
 }  // namespace

@@ -9,6 +9,17 @@
 //   tname T NAME (at each tend, with the option "names": GetThreadInfo's name)
 //   stack T M1,M2,... (at each enter: GetThreadInfo's stack of the current thread)
 //   shutdown
+// Coverage, with the option "cover" (IMpi::RequestCoverage of DR_COVERAGE_BLOCKS) or
+// "cover=time" (and DR_COVERAGE_TIME); "cover-skip=NAME" leaves the method NAME out
+// through an EG_COVERAGE filter; "nocalls" registers no MethodEnter or MethodLeave:
+//   reqcov-bad RESULT (at instantiate: RequestCoverage without DR_COVERAGE_BLOCKS)
+//   reqcov-late RESULT (at VmInit: RequestCoverage after INSTANTIATE)
+//   and at VmShutdown, before "shutdown":
+//   covered M1,M2,... (GetCoveredMethods)
+//   cov M RESULT OFFSET:LINE:COUNT:TIME ... (GetCoverageInfo of each method seen, the
+//     items the option asked for)
+//   covshort M RESULT ACTUALSIZE (an empty buffer)
+//   covbranches M RESULT VALIDDATA (DR_COVERAGE_BLOCKS | DR_COVERAGE_BRANCHES)
 // Written against mpi/ only.
 #include <MpiAPI.h>
 
@@ -24,8 +35,11 @@ namespace {
 
 IMpi *gMpi;
 TId gId;
-std::string gOut, gSkip;
+std::string gOut, gSkip, gCoverSkip;
 bool gNames = false;
+BitSet gCover = 0;  // the coverage items asked for (0: no coverage)
+bool gCalls = true;
+std::vector<TId> gMethods;  // NewMethod's, in order
 std::vector<std::string> gLines;
 std::mutex gLinesMutex;  // handlers run on every thread that raises events
 
@@ -39,11 +53,66 @@ struct Skip : ICallGraphFilter {
     bool ShouldNotify(SCallGraphFilterData &d) override { return gSkip.empty() || gSkip != d.szMethodName; }
 };
 
-struct Init : IVmInitEventObserver {
-    void HandleEvent(SVmInitEventData &d) override { Line("init " + N(d.threadId)); }
+struct CoverSkip : ICoverageFilter {
+    bool ShouldNotify(SCoverageFilterData &d) override { return gCoverSkip != d.szMethodName; }
 };
+
+struct Init : IVmInitEventObserver {
+    void HandleEvent(SVmInitEventData &d) override {
+        Line("init " + N(d.threadId));
+        if (gCover != 0) Line(std::string("reqcov-late ") + ResultName(gMpi->RequestCoverage(gId, gCover)));
+    }
+};
+
+// What GetCoveredMethods and GetCoverageInfo answer at the end of the run.
+void CoverageLines() {
+    TId ids[64];
+    SIdArray covered;
+    covered.entries = ids;
+    covered.uiSize = 64;
+    std::string s = "covered ";
+    if (TResult r = gMpi->GetCoveredMethods(gId, &covered); r != MRTE_RESULT_OK) {
+        s += ResultName(r);
+    } else {
+        for (unsigned i = 0; i < covered.uiActualSize; ++i) {
+            if (i != 0) s += ',';
+            s += N(ids[i]);
+        }
+    }
+    Line(s);
+    std::vector<TId> methods;
+    {
+        std::lock_guard lock(gLinesMutex);
+        methods = gMethods;
+    }
+    for (TId m : methods) {
+        SCoverageEntry entries[64];
+        SCoverageInfo info;
+        info.entries.entries = entries;
+        info.entries.uiSize = 64;
+        const TResult r = gMpi->GetCoverageInfo(gId, m, gCover, &info);
+        std::string c = "cov " + N(m) + " " + ResultName(r);
+        for (unsigned i = 0; r == MRTE_RESULT_OK && i < info.entries.uiActualSize; ++i) {
+            const SCoverageEntry &e = entries[i];
+            c += " " + std::to_string(e.uiOffset) + ":" + std::to_string(e.uiLineNumber) + ":" +
+                 std::to_string(e.uiCount) + ":" + std::to_string(e.uiTimeNs);
+        }
+        Line(c);
+        SCoverageInfo empty;  // no buffer at all
+        const TResult shortResult = gMpi->GetCoverageInfo(gId, m, DR_COVERAGE_BLOCKS, &empty);
+        Line("covshort " + N(m) + " " + ResultName(shortResult) + " " + std::to_string(empty.entries.uiActualSize));
+        SCoverageInfo branches;
+        branches.entries.entries = entries;
+        branches.entries.uiSize = 64;
+        const TResult branchResult =
+            gMpi->GetCoverageInfo(gId, m, DR_COVERAGE_BLOCKS | DR_COVERAGE_BRANCHES, &branches);
+        Line("covbranches " + N(m) + " " + ResultName(branchResult) + " " + std::to_string(branches.validData));
+    }
+}
+
 struct Shutdown : IVmShutdownEventObserver {
     void HandleEvent() override {
+        if (gCover != 0) CoverageLines();
         Line("shutdown");
         std::lock_guard lock(gLinesMutex);
         if (FILE *f = std::fopen(gOut.c_str(), "w")) {
@@ -59,6 +128,8 @@ struct NewMethod : INewMethodEventObserver {
     void HandleEvent(SNewMethodEventData &d) override {
         const unsigned line = d.lineNumbers.uiActualSize ? d.lineNumbers.entries[0].uiLineNumber : 0;
         Line("method " + N(d.methodId) + " " + d.szMethodName + " " + d.szClassName + " " + std::to_string(line));
+        std::lock_guard lock(gLinesMutex);
+        gMethods.push_back(d.methodId);
     }
 };
 struct Enter : IMethodEnterEventObserver {
@@ -143,6 +214,7 @@ struct EcDetach : IEcDetachEventObserver {
 };
 
 Skip gSkipFilter;
+CoverSkip gCoverSkipFilter;
 EcStart gEcStart;
 EcStop gEcStop;
 EcCustom gEcCustom;
@@ -167,7 +239,11 @@ extern "C" API_EXPORT TResult MPICL_Instantiate(IMpi *mpi, TId id, const char *o
     gLines.clear();
     gOut.clear();
     gSkip.clear();
+    gCoverSkip.clear();
+    gMethods.clear();
     gNames = false;
+    gCover = 0;
+    gCalls = true;
     std::string o = options ? options : "";
     for (std::size_t start = 0; start < o.size();) {
         std::size_t end = o.find(',', start);
@@ -176,14 +252,26 @@ extern "C" API_EXPORT TResult MPICL_Instantiate(IMpi *mpi, TId id, const char *o
         if (kv.rfind("out=", 0) == 0) gOut = kv.substr(4);
         else if (kv.rfind("skip=", 0) == 0) gSkip = kv.substr(5);
         else if (kv == "names") gNames = true;
+        else if (kv == "cover") gCover = DR_COVERAGE_BLOCKS;
+        else if (kv == "cover=time") gCover = DR_COVERAGE_BLOCKS | DR_COVERAGE_TIME;
+        else if (kv.rfind("cover-skip=", 0) == 0) gCoverSkip = kv.substr(11);
+        else if (kv == "nocalls") gCalls = false;
         else return MRTE_ERROR_ILLEGAL_ARGUMENT;
         start = end + 1;
     }
     if (gOut.empty()) return MRTE_ERROR_ILLEGAL_ARGUMENT;
+    if (gCover != 0) {
+        Line(std::string("reqcov-bad ") + ResultName(mpi->RequestCoverage(id, DR_COVERAGE_BRANCHES)));
+        if (TResult r = mpi->RequestCoverage(id, gCover); r != MRTE_RESULT_OK) return r;
+        if (!gCoverSkip.empty()) {
+            if (TResult r = mpi->SetEventGroupFilter(id, EG_COVERAGE, gCoverSkipFilter); r != MRTE_RESULT_OK) return r;
+        }
+    }
     IEventObserver *observers[] = {&gInit, &gShutdown, &gClassLoad, &gNewMethod, &gEnter, &gLeave,
                                    &gThreadStart, &gThreadEnd, &gJit, &gUnjit, &gOutDir,
                                    &gEcStart, &gEcStop, &gEcCustom, &gEcDetach};
     for (IEventObserver *o : observers) {
+        if (!gCalls && (o == &gEnter || o == &gLeave)) continue;
         if (TResult r = mpi->RegisterEvent(id, *o); r != MRTE_RESULT_OK) return r;
     }
     return mpi->SetEventGroupFilter(id, EG_CALL_GRAPH, gSkipFilter);
