@@ -19,8 +19,9 @@ void Coverage::Decide() {
 }
 
 bool Coverage::Never(const std::string &internalName) {
-    return internalName == "java/lang/Object" || internalName == "sun/misc/Unsafe" ||
-           internalName == "jdk/internal/misc/Unsafe" || internalName.rfind("martini/runtime/", 0) == 0;
+    return internalName == "java/lang/Object" || internalName == "java/lang/Thread" ||
+           internalName == "sun/misc/Unsafe" || internalName == "jdk/internal/misc/Unsafe" ||
+           internalName.rfind("martini/runtime/", 0) == 0;
 }
 
 bool Coverage::Start(JNIEnv *jni, jclass probes) {
@@ -31,8 +32,15 @@ bool Coverage::Start(JNIEnv *jni, jclass probes) {
         wanted_ = false;
         return false;
     };
-    void *memory = mmap(nullptr, kMaxCounters * sizeof(std::uint64_t), PROT_READ | PROT_WRITE,
-                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    // Probes' layout must be this agent's (a jar of another version is refused).
+    jfieldID stripes = jni->GetStaticFieldID(probes, "STRIPES", "I");
+    jfieldID stride = stripes ? jni->GetStaticFieldID(probes, "STRIDE", "J") : nullptr;
+    if (stride == nullptr || jni->GetStaticIntField(probes, stripes) != static_cast<jint>(kStripes) ||
+        jni->GetStaticLongField(probes, stride) != static_cast<jlong>(kMaxCounters * sizeof(std::uint64_t))) {
+        return fail("martini-probes.jar lays the counters out otherwise (a jar of another version?)");
+    }
+    void *memory = mmap(nullptr, kMappedBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                        -1, 0);
     if (memory == MAP_FAILED) return fail(std::string("cannot map the counters: ") + std::strerror(errno));
     // JNI reads and writes fields whatever their access: Probes gets the Unsafe
     // instance and the counters' address without reflection in Java.
@@ -42,7 +50,7 @@ bool Coverage::Start(JNIEnv *jni, jclass probes) {
     jfieldID unsafeField = jni->GetStaticFieldID(probes, "unsafe", "Lsun/misc/Unsafe;");
     jfieldID countersField = unsafeField ? jni->GetStaticFieldID(probes, "counters", "J") : nullptr;
     if (unsafe == nullptr || countersField == nullptr) {
-        munmap(memory, kMaxCounters * sizeof(std::uint64_t));
+        munmap(memory, kMappedBytes);
         return fail("cannot reach sun.misc.Unsafe or Probes' coverage fields (martini-probes.jar of another version?)");
     }
     jni->SetStaticObjectField(probes, unsafeField, unsafe);
@@ -109,6 +117,12 @@ std::uint64_t Load(std::uint64_t &counter) {
 
 }  // namespace
 
+std::uint64_t Coverage::Total(std::uint64_t counter) noexcept {
+    std::uint64_t total = 0;
+    for (std::uint64_t s = 0; s <= kStripes; ++s) total += Load(counters_[s * kMaxCounters + counter]);
+    return total;
+}
+
 TResult Coverage::Describe(TId method, core::CoverageFacts &f) noexcept {
     try {
         std::lock_guard lock(mutex_);
@@ -119,17 +133,17 @@ TResult Coverage::Describe(TId method, core::CoverageFacts &f) noexcept {
         f.given = DR_COVERAGE_BLOCKS | DR_COVERAGE_BRANCHES;
         for (std::size_t i = 0; i < n; ++i) {
             const std::uint32_t off = c.layout.blocks[i];
-            f.entries.push_back({CEK_BLOCK, off, LineAt(c.lines, off), 0, Load(counters_[c.first + i]), 0});
+            f.entries.push_back({CEK_BLOCK, off, LineAt(c.lines, off), 0, Total(c.first + i), 0});
         }
         for (std::size_t j = 0; j < c.layout.branches.size(); ++j) {
             const std::uint32_t off = c.layout.branches[j];
-            const std::uint64_t ran = Load(counters_[c.first + n + 2 * j]);
-            const std::uint64_t fell = Load(counters_[c.first + n + 2 * j + 1]);
+            const std::uint64_t ran = Total(c.first + n + 2 * j);
+            const std::uint64_t fell = Total(c.first + n + 2 * j + 1);
             const unsigned line = LineAt(c.lines, off);
             f.entries.push_back({CEK_BRANCH, off, line, 0, fell, 0});
             f.entries.push_back({CEK_BRANCH, off, line, 1, ran - std::min(ran, fell), 0});
         }
-        const std::uint64_t calls = Load(counters_[c.first + c.layout.Counters() - 1]);
+        const std::uint64_t calls = Total(c.first + c.layout.Counters() - 1);
         f.entries.push_back({CEK_ENTRY, 0, LineAt(c.lines, 0), 0, calls, 0});
         return MRTE_RESULT_OK;
     } catch (...) {

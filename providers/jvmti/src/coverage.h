@@ -2,8 +2,9 @@
 // (IMpi::RequestCoverage), kept inside the JVM. The rewriter puts a call to
 // martini.runtime.Probes.hit(counter) at each block start and around each conditional
 // branch (classfile/instrumenter.h); hit is plain Java, compiled inline into the
-// covered code as one atomic add to an 8-byte counter in native memory, so counting
-// never leaves compiled code and never goes through JNI. The counters are read here
+// covered code as a plain add to the thread's own stripe of the counters in native
+// memory (an atomic add to the shared stripe for threads beyond the stripes), so
+// counting never leaves compiled code, never goes through JNI and loses no add. The counters are read here
 // when a client asks (GetCoverageInfo): they outlive their classes (a class that
 // unloads keeps its counts) and a class retransformed again (attach, detach) keeps
 // its counters when its code is the same.
@@ -50,11 +51,17 @@ private:
         CoverageLayout layout;
         std::vector<LineEntry> lines;  // the original code's line table
     };
-    // Classes never covered: the probes' own code needs them (Unsafe), or HotSpot treats
-    // them specially (Object).
+    // Classes never covered: the probes' own code runs them (Thread.currentThread and
+    // getId, Unsafe), or HotSpot treats them specially (Object).
     static bool Never(const std::string &internalName);
 
-    static constexpr std::uint64_t kMaxCounters = std::uint64_t{1} << 27;  // 1 GiB of address space
+    // Probes' layout (checked at Start): kStripes + 1 stripes of kMaxCounters counters,
+    // stripe 0 shared (atomic adds), the others each one thread's (plain adds).
+    static constexpr std::uint64_t kMaxCounters = std::uint64_t{1} << 24;
+    static constexpr std::uint64_t kStripes = 16;
+    static constexpr std::uint64_t kMappedBytes = (kStripes + 1) * kMaxCounters * sizeof(std::uint64_t);
+    // A counter's total: the sum over the stripes.
+    static std::uint64_t Total(std::uint64_t counter) noexcept;
     static inline bool wanted_ = false;
     static inline bool plain_ = false;  // MARTINI_COVERAGE_COUNTERS=plain: hitPlain
     static inline std::uint64_t *counters_ = nullptr;

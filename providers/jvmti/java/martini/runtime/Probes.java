@@ -7,7 +7,9 @@ package martini.runtime;
  * selected, array allocation probes after the newarray/anewarray/multianewarray
  * instructions creating arrays of the classes it selected, and site probes before the calls of Object.notify/notifyAll and
  * Thread.start/join/sleep/interrupt in the methods a client's thread-interaction
- * filter selected (or, for Thread.start(), that need thread parents). Loaded from the bootstrap class path so every class, whatever its loader
+ * filter selected (or, for Thread.start(), that need thread parents), and coverage
+ * counters at the block starts and branches of the methods a client's coverage filter
+ * selected. Loaded from the bootstrap class path so every class, whatever its loader
  * or module, can call it; the natives are bound by the agent.
  */
 public final class Probes {
@@ -64,22 +66,55 @@ public final class Probes {
     public static native void interactionStatic(int site);
 
     /**
-     * Coverage counters: 8-byte counters in native memory from {@link #counters} on,
-     * read by the agent when a client asks. Both fields are set by the agent (through
-     * JNI, which needs no access) before any class has a coverage probe.
+     * Coverage counters: 8-byte counters in native memory from {@link #counters} on, in
+     * STRIPES + 1 stripes of STRIDE bytes. Stripe 0 is shared and added to atomically;
+     * stripe s + 1 belongs to the one thread whose id is OWNERS[s], which adds to it
+     * with plain loads and stores (no other thread writes it, so no add is lost). The
+     * agent sums the stripes when a client asks. `unsafe` and `counters` are set by the
+     * agent (through JNI, which needs no access) before any class has a coverage probe;
+     * it checks STRIPES and STRIDE against its own.
      */
     static sun.misc.Unsafe unsafe;
     static long counters;
+    static final int STRIPES = 16;
+    static final long STRIDE = 8L << 24;
+    private static final long[] OWNERS = new long[STRIPES];
 
     /**
-     * At the start of a covered block, and around a conditional branch: counter + 1, an
-     * atomic add (exact when several threads run the same code). Compiled inline.
+     * At the start of a covered block, and around a conditional branch: counter + 1.
+     * Compiled inline: the thread's id, its stripe's owner, a plain add when it is the
+     * owner; else {@link #hitShared}.
      */
     public static void hit(int counter) {
-        unsafe.getAndAddLong(null, counters + ((long) counter << 3), 1L);
+        final long id = Thread.currentThread().getId();
+        final int s = (int) id & (STRIPES - 1);
+        if (OWNERS[s] == id) {
+            final long address = counters + (s + 1L) * STRIDE + ((long) counter << 3);
+            unsafe.putLong(address, unsafe.getLong(address) + 1L);
+        } else {
+            hitShared(counter, id, s);
+        }
     }
 
-    /** The same without the atomic add (MARTINI_COVERAGE_COUNTERS=plain): for measuring. */
+    /** A thread without a stripe: it takes a free one, or adds atomically to the shared one. */
+    private static void hitShared(int counter, long id, int s) {
+        if (claim(id, s)) {
+            final long address = counters + (s + 1L) * STRIDE + ((long) counter << 3);
+            unsafe.putLong(address, unsafe.getLong(address) + 1L);
+        } else {
+            unsafe.getAndAddLong(null, counters + ((long) counter << 3), 1L);
+        }
+    }
+
+    private static synchronized boolean claim(long id, int s) {
+        if (OWNERS[s] == 0) OWNERS[s] = id;
+        return OWNERS[s] == id;
+    }
+
+    /**
+     * A plain add to the shared stripe (MARTINI_COVERAGE_COUNTERS=plain): not exact when
+     * threads run the same code; for measuring what exactness costs.
+     */
     public static void hitPlain(int counter) {
         final long address = counters + ((long) counter << 3);
         unsafe.putLong(address, unsafe.getLong(address) + 1L);
