@@ -4,7 +4,9 @@
 #   bash bench/lua_overhead.sh BUILD_DIR [RUNS]
 # Configurations: plain lua5.4; martini-lua with a client that wants no calls
 # (callcount with a filter matching nothing); callcount; the same calls inside a
-# coroutine (a virtual thread: martini_enter_vt/exit_vt); cgprof (counts and time).
+# coroutine (a virtual thread: martini_enter_vt/exit_vt); cgprof (counts and time);
+# line-hook (plain Lua with an empty C line hook: bench/lua/empty_hook.c) and coverage
+# (the coverage client counting every line), whose ratio to line-hook is printed too.
 # OTHER_HOST=/path/to/another/martini-lua adds its callcount configurations, to compare
 # two builds side by side in one run.
 set -euo pipefail
@@ -22,8 +24,10 @@ declare -A cmd=(
   [callcount]="$host --client callcount=out=$out/cc $script"
   [callcount-coroutine]="$host --client callcount=out=$out/cc $script 32 coroutine"
   [cgprof]="$host --client cgprof --output $out/cg $script"
+  [line-hook]="$build/bench/lua-empty-hook $script"
+  [coverage]="$host --client coverage=formats=none,top=0 $script"
 )
-order=(plain none-wanted callcount callcount-coroutine cgprof)
+order=(plain none-wanted callcount callcount-coroutine cgprof line-hook coverage)
 if [ -n "${OTHER_HOST:-}" ]; then
   cc=$build/clients/callcount/libcallcount.so
   cmd[other:callcount]="$OTHER_HOST --client $cc=out=$out/cc $script"
@@ -46,3 +50,5 @@ for c in "${order[@]}"; do
   m=$(echo "${times[$c]}" | median)
   printf '%-26s %10s %7.2fx\n' "$c" "$m" "$(echo "$m / $base" | bc -l)"
 done
+hook=$(echo "${times[line-hook]}" | median)
+printf 'coverage / line-hook: %.2fx\n' "$(echo "$(echo "${times[coverage]}" | median) / $hook" | bc -l)"
