@@ -138,9 +138,7 @@ std::string ReadLcov(std::istream &in, const std::string &name, Tracefile &t) {
         }
     }
     if (file != nullptr) {
-        ++number;
-        text = "(end of file)";
-        return bad("the last record has no end_of_record: the file is cut short");
+        return name + ":" + std::to_string(number + 1) + ": the last record has no end_of_record: the file is cut short";
     }
     return "";
 }
