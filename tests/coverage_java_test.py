@@ -123,6 +123,17 @@ jdk = tracefile(os.path.join(out, "coverage.info"))
 check("JDK classes covered on request run as before", r.returncode == 0 and "385 4" in r.stdout and
       "VerifyError" not in r.stderr and "ArrayList.java" in jdk and "String.java" in jdk, r.stderr[-2000:])
 
+# Methods the rewriter cannot give counters (one would pass 64 KiB, one a conditional
+# branch's reach): left alone and named, never a verifier error; the rest covered.
+large = os.path.join(work, "LargeMethods.java")
+run(["bash", os.path.join(source, "providers", "jvmti", "tests", "java", "gen_large_methods.sh"), large])
+run([javac, "-d", os.path.join(work, "large"), large])
+r, out = cover("large", "large", "large.LargeMethods", "include=large.,formats=lcov")
+check("methods too large for counters: named, the program verified and ran",
+      r.returncode == 0 and r.stdout.startswith("large done") and "VerifyError" not in r.stderr and
+      re.search(r"2 methods without coverage probes .*tooBig\(II\)I: the instrumented code would exceed", r.stderr),
+      r.stderr)
+
 # Several processes, then merged.
 for k in range(2):
     run([martini, "run", "--client", "coverage=formats=lcov", "--output", os.path.join(work, "many", "%p"), "--",
