@@ -123,6 +123,19 @@ jdk = tracefile(os.path.join(out, "coverage.info"))
 check("JDK classes covered on request run as before", r.returncode == 0 and "385 4" in r.stdout and
       "VerifyError" not in r.stderr and "ArrayList.java" in jdk and "String.java" in jdk, r.stderr[-2000:])
 
+# A program run as a module (`java -m`): its module graph has only what it needs
+# (jdk.compiler), and the counters still work.
+hello = os.path.join(work, "Hello.java")
+open(hello, "w").write("class Hello { public static void main(String[] a) { System.out.println(1); } }\n")
+r = run([martini, "run", "--client", "coverage=include=com.sun.tools.javac.main.,formats=lcov", "--output",
+         os.path.join(work, "javac-cov"), "--", "java", "-m", "jdk.compiler/com.sun.tools.javac.Main", "-d",
+         os.path.join(work, "hello"), hello], cwd=work, timeout=300)
+javac_cov = tracefile(os.path.join(work, "javac-cov", "coverage.info"))
+check("javac run as a module: its classes covered", r.returncode == 0 and
+      javac_cov.get("JavaCompiler.java", {"FNDA": {}})["FNDA"].get(
+          "com.sun.tools.javac.main.JavaCompiler.compile(Ljava/util/Collection;Ljava/util/Collection;"
+          "Ljava/lang/Iterable;Ljava/util/Collection;)V") == 1, (r.stderr[-1500:], list(javac_cov)))
+
 # Methods the rewriter cannot give counters (one would pass 64 KiB, one a conditional
 # branch's reach): left alone and named, never a verifier error; the rest covered.
 large = os.path.join(work, "LargeMethods.java")

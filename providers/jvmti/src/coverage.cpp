@@ -20,7 +20,7 @@ void Coverage::Decide() {
 
 bool Coverage::Never(const std::string &internalName) {
     return internalName == "java/lang/Object" || internalName == "java/lang/Thread" ||
-           internalName == "sun/misc/Unsafe" || internalName == "jdk/internal/misc/Unsafe" ||
+           internalName == "jdk/internal/misc/Unsafe" ||
            internalName.rfind("martini/runtime/", 0) == 0;
 }
 
@@ -43,15 +43,22 @@ bool Coverage::Start(JNIEnv *jni, jclass probes) {
                         -1, 0);
     if (memory == MAP_FAILED) return fail(std::string("cannot map the counters: ") + std::strerror(errno));
     // JNI reads and writes fields whatever their access: Probes gets the Unsafe
-    // instance and the counters' address without reflection in Java.
-    jclass unsafeClass = jni->FindClass("sun/misc/Unsafe");
-    jfieldID theUnsafe = unsafeClass ? jni->GetStaticFieldID(unsafeClass, "theUnsafe", "Lsun/misc/Unsafe;") : nullptr;
+    // instance and the counters' address without reflection in Java. Its calls to
+    // jdk.internal.misc.Unsafe need the package exported to its module (the bootstrap
+    // class path's unnamed one).
+    jclass unsafeClass = jni->FindClass("jdk/internal/misc/Unsafe");
+    jfieldID theUnsafe =
+        unsafeClass ? jni->GetStaticFieldID(unsafeClass, "theUnsafe", "Ljdk/internal/misc/Unsafe;") : nullptr;
     jobject unsafe = theUnsafe ? jni->GetStaticObjectField(unsafeClass, theUnsafe) : nullptr;
-    jfieldID unsafeField = jni->GetStaticFieldID(probes, "unsafe", "Lsun/misc/Unsafe;");
+    jfieldID unsafeField = jni->GetStaticFieldID(probes, "unsafe", "Ljdk/internal/misc/Unsafe;");
     jfieldID countersField = unsafeField ? jni->GetStaticFieldID(probes, "counters", "J") : nullptr;
-    if (unsafe == nullptr || countersField == nullptr) {
+    jobject javaBase = unsafeClass ? jni->GetModule(unsafeClass) : nullptr;
+    jobject probesModule = jni->GetModule(probes);
+    if (unsafe == nullptr || countersField == nullptr || javaBase == nullptr || probesModule == nullptr ||
+        Vm::Jvmti()->AddModuleExports(javaBase, "jdk.internal.misc", probesModule) != JVMTI_ERROR_NONE) {
         munmap(memory, kMappedBytes);
-        return fail("cannot reach sun.misc.Unsafe or Probes' coverage fields (martini-probes.jar of another version?)");
+        return fail("cannot reach jdk.internal.misc.Unsafe or Probes' coverage fields (martini-probes.jar of another "
+                    "version?)");
     }
     jni->SetStaticObjectField(probes, unsafeField, unsafe);
     jni->SetStaticLongField(probes, countersField, static_cast<jlong>(reinterpret_cast<std::uintptr_t>(memory)));

@@ -32,7 +32,8 @@ public:
     // MARTINI_COVERAGE_COUNTERS=plain: counters added without an atomic (for measuring).
     static bool PlainCounters() { return plain_; }
     // VMInit (or attach), before any class gets probes: maps the counters and hands
-    // them and sun.misc.Unsafe to Probes. False (said) when that fails: no coverage.
+    // them and jdk.internal.misc.Unsafe (exported to Probes' module) to Probes. False
+    // (said) when that fails: no coverage.
     static bool Start(JNIEnv *jni, jclass probes);
     // The rewriter's coverage selector for a class being loaded (empty when not
     // wanted): asks the clients' filters once per method and reserves its counters.
@@ -52,7 +53,7 @@ private:
         std::vector<LineEntry> lines;  // the original code's line table
     };
     // Classes never covered: the probes' own code runs them (Thread.currentThread and
-    // getId, Unsafe), or HotSpot treats them specially (Object).
+    // getId, jdk.internal.misc.Unsafe), or HotSpot treats them specially (Object).
     static bool Never(const std::string &internalName);
 
     // Probes' layout (checked at Start): kStripes + 1 stripes of kMaxCounters counters,

@@ -71,10 +71,12 @@ public final class Probes {
      * stripe s + 1 belongs to the one thread whose id is OWNERS[s], which adds to it
      * with plain loads and stores (no other thread writes it, so no add is lost). The
      * agent sums the stripes when a client asks. `unsafe` and `counters` are set by the
-     * agent (through JNI, which needs no access) before any class has a coverage probe;
-     * it checks STRIPES and STRIDE against its own.
+     * agent (through JNI, which needs no access) before any class has a coverage probe,
+     * after exporting jdk.internal.misc to this class's module (java.base is in every
+     * module graph; sun.misc.Unsafe's jdk.unsupported is not, under `java -m`); it
+     * checks STRIPES and STRIDE against its own.
      */
-    static sun.misc.Unsafe unsafe;
+    static jdk.internal.misc.Unsafe unsafe;
     static long counters;
     static final int STRIPES = 16;
     static final long STRIDE = 8L << 24;
