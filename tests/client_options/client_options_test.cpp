@@ -37,7 +37,8 @@ TEST(CheckClientOptions, EachBundledClientNamesATypoAndTheOptionMeant) {
     for (const Typo &t : {Typo{"cgprof", "tpo=5", "top"}, Typo{"cgprof", "count", "counts"},
                           Typo{"cgprof", "formtas=json", "formats"}, Typo{"heapprof", "intervl=4096", "interval"},
                           Typo{"heapprof", "nolvie", "nolive"}, Typo{"threadprof", "slcies=10", "slices"},
-                          Typo{"callcount", "inclde=com.", "include"}, Typo{"conformance", "reprot=v.jsonl", "report"}}) {
+                          Typo{"callcount", "inclde=com.", "include"}, Typo{"conformance", "reprot=v.jsonl", "report"},
+                          Typo{"coverage", "formtas=lcov", "formats"}, Typo{"coverage", "exlude=java.", "exclude"}}) {
         const std::string option = t.option;
         const std::string key = option.substr(0, option.find('='));
         EXPECT_EQ(Check({std::string(t.client) + "=" + option}),
@@ -53,8 +54,10 @@ const std::map<std::string, std::vector<std::string>> kGood = {
       "time,cpu,filter=+a.*", "sample=50,wall,top=0", "sample"}},
     {"heapprof", {"", "exact,interval=100,depth=5,nolive,top=3,out=d,formats=json,name=h,include=a", "sampled,filter=+a"}},
     {"threadprof", {"", "filter=+a,slices=5,top=1,out=d,formats=json,name=t"}},
-    {"callcount", {"", "top=3,out=f.txt,include=com.,time"}},
+    {"callcount", {"", "top=3,out=f.txt,include=com.,time", "counters,include=com."}},
     {"conformance", {"", "report=f.jsonl,max=5"}},
+    {"coverage", {"", "include=com.acme.,exclude=com.acme.gen.,all,formats=lcov+xml+html,sources=src:lib,top=5",
+                  "formats=none", "out=/tmp/cov-%p.info,formats=lcov"}},
 };
 
 // The names a client knows, from its own message for a name far from all of them.
@@ -115,7 +118,15 @@ TEST(CheckClientOptions, BadValuesAndFarMissesAreNamed) {
               "client 'heapprof': option 'interval': between 1 and 2147483647 bytes (exact: every allocation)");
     EXPECT_EQ(Check({"callcount=top=0"}), "client 'callcount': option top=0: expected a positive number");
     EXPECT_EQ(Check({"callcount=colour=red"}),
-              "client 'callcount': unknown option 'colour' (known: top, out, include, time)");
+              "client 'callcount': unknown option 'colour' (known: top, out, include, time, counters)");
+    EXPECT_EQ(Check({"callcount=counters,time"}),
+              "client 'callcount': options 'counters' and 'time' exclude each other: the counters have no times");
+    EXPECT_EQ(Check({"coverage=formats=pdf"}),
+              "client 'coverage': option 'formats': unknown format 'pdf' (lcov, xml, html, joined by '+'; or none)");
+    EXPECT_EQ(Check({"coverage=top=x"}), "client 'coverage': option 'top': 'x' is not a count");
+    EXPECT_EQ(Check({"coverage=all=1"}), "client 'coverage': option 'all' takes no value");
+    EXPECT_EQ(Check({"coverage=colour=red"}),
+              "client 'coverage': unknown option 'colour' (known: include, exclude, all, formats, sources, out, top)");
     EXPECT_EQ(Check({"conformance=max=x"}), "client 'conformance': option 'max': 'x' is not a count");
     EXPECT_EQ(Check({"threadprof=sample"}).rfind("client 'threadprof': cannot use samples (SampleHit)", 0), 0u);
 }
