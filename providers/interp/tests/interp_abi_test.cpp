@@ -687,6 +687,29 @@ TEST(InterpCoverage, BlockTimeGoesToTheBlockUntilTheNextMarkOrItsFramesExit) {
     EXPECT_EQ(CoverageOf(lines, 2), "cov 2 MRTE_RESULT_OK 0:5:0:0") << "inner marked no block";
 }
 
+TEST(InterpCoverage, AVirtualThreadTimesItsOwnBlocks) {
+    using namespace std::chrono_literals;
+    InterpRun r(",cover=time");
+    ASSERT_EQ(r.status, MARTINI_OK) << martini_last_error();
+    ASSERT_EQ(r.MethodWithRows(1, "body", {{0, 1}, {4, 2}}), MARTINI_OK);
+    ASSERT_EQ(martini_thread_start_vt(r.interp, 0xC0, "co", 0), MARTINI_OK);
+    ASSERT_EQ(martini_enter_vt(r.interp, 0xC0, 1, 1), MARTINI_OK);
+    ASSERT_EQ(martini_enter(r.interp, 1, 1), MARTINI_OK);  // the OS thread runs body too
+    ASSERT_EQ(martini_bb_time_vt(r.interp, 0xC0, 4), MARTINI_OK) << martini_last_error();
+    ASSERT_EQ(martini_bb_time(r.interp, 0), MARTINI_OK);
+    std::this_thread::sleep_for(30ms);
+    ASSERT_EQ(martini_thread_end_vt(r.interp, 0xC0), MARTINI_OK);  // its frame exits: block 4 closed
+    std::this_thread::sleep_for(300ms);
+    ASSERT_EQ(martini_exit(r.interp, MARTINI_STACK_BASE), MARTINI_OK);  // block 0 closed
+    EXPECT_EQ(martini_bb_time_vt(r.interp, 0xC1, 0), MARTINI_E_UNKNOWN_ID);
+    const auto body = Entries(CoverageOf(r.Lines(), 1));
+    ASSERT_EQ(body.size(), 2u);
+    const uint64_t ms = 1000 * 1000;
+    EXPECT_GE(body[0][3], 330 * ms) << "the OS thread's block: 330 ms";
+    EXPECT_GE(body[1][3], 30 * ms) << "the virtual thread's block: 30 ms";
+    EXPECT_LT(body[1][3], 250 * ms) << "closed when the virtual thread ended";
+}
+
 TEST(InterpCoverage, BlockTimesAreKeptOnlyWhenAClientAskedForThem) {
     InterpRun r(",cover");
     ASSERT_EQ(r.status, MARTINI_OK) << martini_last_error();
