@@ -191,7 +191,12 @@ void Report(const std::string &label) {
     std::string lcovPath;
     if (!g_options.outPath.empty()) {
         lcovPath = martini::clients::ExpandOutputName(g_options.outPath);
-        if (!label.empty()) lcovPath += "-" + label;
+        if (!label.empty()) {  // run.info -> run-LABEL.info
+            const auto dot = lcovPath.rfind('.');
+            const auto slash = lcovPath.rfind('/');
+            const bool hasExtension = dot != std::string::npos && (slash == std::string::npos || dot > slash + 1);
+            lcovPath.insert(hasExtension ? dot : lcovPath.size(), "-" + label);
+        }
         if (dir.empty()) {  // the other formats beside it
             const auto slash = lcovPath.rfind('/');
             dir = slash == std::string::npos ? "." : lcovPath.substr(0, slash);

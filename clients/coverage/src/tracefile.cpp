@@ -112,8 +112,12 @@ std::string ReadLcov(std::istream &in, const std::string &name, Tracefile &t) {
         if (file == nullptr) return bad("a record line outside SF ... end_of_record");
         std::uint64_t a = 0, b = 0, c = 0, d = 0;
         if (key == "FN") {
-            const auto f = Fields(value, 2);
+            // FN:<line>,<name>; lcov 2 writes FN:<line>,<end line>,<name>.
+            auto f = Fields(value, 2);
             if (f.size() != 2 || !ToNumber(f[0], a) || f[1].empty()) return bad("expected FN:<line>,<name>");
+            if (const auto three = Fields(value, 3); three.size() == 3 && ToNumber(three[1], b) && !three[2].empty()) {
+                f[1] = three[2];
+            }
             (*functions)[std::string(f[1])].line = static_cast<unsigned>(a);
         } else if (key == "FNDA") {
             const auto f = Fields(value, 2);

@@ -122,7 +122,8 @@ struct CompiledMethodFacts {
 };
 
 // A covered method's counts (IMpi::GetCoverageInfo): its blocks in offset order
-// (CEK_BLOCK), then its branch outcomes in offset and outcome order (CEK_BRANCH).
+// (CEK_BLOCK), then its branch outcomes in offset and outcome order (CEK_BRANCH), then
+// its entries (CEK_ENTRY) where the runtime counts calls apart from the first block.
 // `given` says which coverage items the entries hold; the core drops what a client
 // did not ask for.
 struct CoverageFacts {

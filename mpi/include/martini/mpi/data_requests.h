@@ -101,9 +101,9 @@ struct SCompiledMethodInfo {
 };
 
 // GetCoverageInfo: DR_COVERAGE_BLOCKS, DR_COVERAGE_BRANCHES, DR_COVERAGE_TIME.
-// entries: the blocks in offset order and the method's entries (CEK_ENTRY, where the
-// runtime counts calls apart) (DR_COVERAGE_BLOCKS), then the branch outcomes
-// in offset and outcome order (DR_COVERAGE_BRANCHES). DR_COVERAGE_TIME fills the
+// entries: the blocks in offset order (DR_COVERAGE_BLOCKS), then the branch outcomes
+// in offset and outcome order (DR_COVERAGE_BRANCHES), then the method's entries
+// (CEK_ENTRY, with DR_COVERAGE_BLOCKS, where the runtime counts calls apart). DR_COVERAGE_TIME fills the
 // blocks' uiTimeNs and needs DR_COVERAGE_BLOCKS.
 struct SCoverageInfo {
     BitSet validData = DR_NONE;
