@@ -38,6 +38,12 @@ TId Vm::TagOf(jobject object, bool create) {
     jlong tag = 0;
     if (object == nullptr || jvmti_->GetTag(object, &tag) != JVMTI_ERROR_NONE) return 0;
     if (tag == 0 && create) {
+        // Read again and set under one lock: two threads tagging one object at once (two
+        // threads contending for one monitor) would each set a tag of their own, and the
+        // first would report an id the object no longer has.
+        std::lock_guard lock(tagMutex_);
+        if (jvmti_->GetTag(object, &tag) != JVMTI_ERROR_NONE) return 0;
+        if (tag != 0) return static_cast<TId>(tag);
         tag = static_cast<jlong>(nextTag_.fetch_add(1, std::memory_order_relaxed));
         if (jvmti_->SetTag(object, tag) != JVMTI_ERROR_NONE) return 0;
     }

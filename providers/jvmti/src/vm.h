@@ -13,6 +13,7 @@
 #include <jvmti.h>
 
 #include <atomic>
+#include <mutex>
 #include <cstddef>
 #include <string>
 
@@ -80,6 +81,7 @@ private:
     static inline jvmtiCapabilities caps_{};
     static inline std::atomic<bool> dead_{false};
     static inline std::atomic<TId> nextTag_{1};
+    static inline std::mutex tagMutex_;  // a new tag: read again and set, one thread at a time
 };
 
 }  // namespace martini::jvm
