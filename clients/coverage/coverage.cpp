@@ -44,9 +44,13 @@ class Filter : public ICoverageFilter {
 public:
     bool ShouldNotify(SCoverageFilterData &d) override {
         const bool noSource = d.szSourceFileName == nullptr || d.szSourceFileName[0] == '\0';
+        const std::string cls = d.szClassName ? d.szClassName : "";
         // An interpreter's methods without a source are its builtins (Lua's C functions).
         if (noSource && g_runtime == RT_INTERPRETER && !g_options.all) return false;
-        return g_options.Wants(d.szClassName ? d.szClassName : "", g_runtime);
+        // Mono's framework assemblies come without symbols, and mscorlib has classes in
+        // no namespace (SR, Locale): without a source, only what an include= names.
+        if (noSource && g_runtime == RT_MONO && !g_options.all && !g_options.Includes(cls)) return false;
+        return g_options.Wants(cls, g_runtime);
     }
 };
 

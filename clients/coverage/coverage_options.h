@@ -40,6 +40,14 @@ struct Options {
 
     static bool Starts(const std::string &s, const std::string &prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
 
+    // Whether an include= names class `cls`.
+    bool Includes(const std::string &cls) const {
+        for (const auto &p : includes) {
+            if (Starts(cls, p)) return true;
+        }
+        return false;
+    }
+
     // Whether a method of class `cls` is covered.
     bool Wants(const std::string &cls, Martini::MPI::ERuntimeType runtime) const {
         for (const auto &p : excludes) {

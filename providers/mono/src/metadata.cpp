@@ -196,7 +196,8 @@ Metadata::ClassRecord *Metadata::FindClass(TId id) {
     return it != classes_.end() ? &it->second : nullptr;
 }
 
-void Metadata::Lines(const MethodInfo &m, std::vector<SLineNumberTableEntry> &lines, std::string &sourceFile) {
+void Metadata::Lines(const MethodInfo &m, std::vector<SLineNumberTableEntry> &lines, std::string &sourceFile,
+                     bool runtimeThread) {
     {
         std::lock_guard lock(mutex_);
         const auto it = lines_.find(m.id);
@@ -208,7 +209,7 @@ void Metadata::Lines(const MethodInfo &m, std::vector<SLineNumberTableEntry> &li
     }
     // Mono's debug info and method headers are read through its API, which aborts on a
     // thread it does not know: from such a thread (a client's own), only what is cached.
-    if (tContext == nullptr) return;
+    if (tContext == nullptr && !runtimeThread) return;
     LineCache c;
     c.known = true;
     // Mono's debug info: a line per sequence point (IL offset). Only with symbols

@@ -53,8 +53,11 @@ public:
     static TResult DescribeMethod(TId id, BitSet requested, core::MethodFacts &f);
 
     // The line table (IL offset -> line) and source file of a method, from Mono's debug
-    // info; empty without symbols (.mdb/.pdb) or when debugging is off. Cached.
-    static void Lines(const MethodInfo &m, std::vector<SLineNumberTableEntry> &lines, std::string &sourceFile);
+    // info; empty without symbols (.mdb/.pdb) or when debugging is off. Cached. From a
+    // thread Mono does not know, only what is cached; `runtimeThread`: the caller knows
+    // Mono runs this thread (a JIT callback) before the thread's first event.
+    static void Lines(const MethodInfo &m, std::vector<SLineNumberTableEntry> &lines, std::string &sourceFile,
+                      bool runtimeThread = false);
     // The source line of an IL offset (0 when unknown).
     static unsigned LineAt(MonoMethod *m, unsigned ilOffset);
 

@@ -8,13 +8,14 @@
 //
 // This file puts the components together (vm.h lists them): in the init function each
 // decides whether it is wanted from the clients' registrations, switches on what Mono
-// allows only then (allocations, sampling, debug info) and sets its callbacks; at
+// allows only then (allocations, sampling, coverage, debug info) and sets its callbacks; at
 // runtime_initialized the clients get VmInit and the events that came before it; at
 // runtime_shutdown_end (or at exit, when an unhandled exception ends the process and
 // Mono raises no shutdown event, or when SIGTERM, SIGINT or SIGHUP ends it) they get
 // VmShutdown and write their output.
 #include "calls.h"
 #include "compiled_code.h"
+#include "coverage.h"
 #include "heap.h"
 #include "martini/core/client_spec.h"
 #include "martini/core/log.h"
@@ -114,13 +115,16 @@ void Load(const char *desc) {
     }
     MonoProfilerHandle h = mono_profiler_create(reinterpret_cast<MonoProfiler *>(&gProfiler));
     Vm::Init(h, core);
-    // What Mono allows only now: allocation reports, the sampler, debug info (line
-    // tables; mono --debug turns it on too: never twice).
+    // What Mono allows only now: allocation reports, the sampler, coverage counters and
+    // debug info (line tables; mono --debug turns it on too: never twice).
     Calls::Decide();
     Monitors::Decide();
     Heap::Decide();
     Sampling::Decide(h);
-    if (!mono_debug_enabled()) mono_profiler_enable_coverage();  // initializes Mono's debug info, instruments nothing
+    Coverage::Decide();
+    // Also initializes Mono's debug info when it is off; without a coverage filter it
+    // instruments nothing.
+    if (Coverage::Wanted() || !mono_debug_enabled()) mono_profiler_enable_coverage();
     Threads::SetCallbacks(h);
     Metadata::SetCallbacks(h);
     Calls::SetCallbacks(h);
@@ -128,6 +132,7 @@ void Load(const char *desc) {
     Heap::SetCallbacks(h);
     Monitors::SetCallbacks(h);
     Sampling::SetCallbacks(h);
+    Coverage::SetCallbacks(h);
     mono_profiler_set_runtime_initialized_callback(h, OnRuntimeInitialized);
     mono_profiler_set_runtime_shutdown_end_callback(h, OnRuntimeShutdownEnd);
     core->FinishInit();

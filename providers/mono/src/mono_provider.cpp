@@ -1,6 +1,7 @@
 #include "mono_provider.h"
 
 #include "compiled_code.h"
+#include "coverage.h"
 #include "heap.h"
 #include "metadata.h"
 #include "sampling.h"
@@ -77,5 +78,10 @@ TResult MonoProvider::RunGc() noexcept {
 TResult MonoProvider::SetAllocationSampling(unsigned bytes) noexcept { return Heap::SetSampling(bytes); }
 
 TResult MonoProvider::SetSamplingRate(unsigned hz, bool wall) noexcept { return Sampling::SetRate(hz, wall); }
+
+BitSet MonoProvider::CoverageItems() const noexcept { return Coverage::Items(); }
+TResult MonoProvider::DescribeCoverage(TId id, BitSet, core::CoverageFacts &f) noexcept {
+    return Coverage::Describe(id, f);
+}
 
 }  // namespace martini::mono

@@ -22,6 +22,8 @@ public:
     TResult RunGc() noexcept override;
     TResult SetAllocationSampling(unsigned bytes) noexcept override;
     TResult SetSamplingRate(unsigned hz, bool wall) noexcept override;
+    BitSet CoverageItems() const noexcept override;
+    TResult DescribeCoverage(TId, BitSet, core::CoverageFacts &) noexcept override;
 };
 
 }  // namespace martini::mono

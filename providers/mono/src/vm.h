@@ -13,6 +13,7 @@
 //   monitors.h       Monitors: contended enter/entered, MonitorWait/Waited, interactions
 //   compiled_code.h  CompiledCode: JittedMethodLoaded, DynamicCodeGenerated, code by address
 //   sampling.h       Sampling: SampleHit from Mono's sampler, through a lock-free buffer
+//   coverage.h       Coverage: block counts through Mono's coverage instrumentation
 //   module.cpp       the entry point and the lifecycle (VmInit, VmShutdown, atexit)
 #pragma once
 
