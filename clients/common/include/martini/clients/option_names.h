@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <exception>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -81,11 +82,17 @@ inline std::string CheckOptionName(const std::string &key, std::span<const char 
 
 // MPICL_CheckOptions' body: `parse(text, options)` on options of its own (the parser
 // MPICL_Instantiate uses, returning "" or the problem). NULL when the options are
-// good, else the problem, kept until this thread's next call. `help` (or `--help`)
-// returns `usage` when the client has one: MPICL_Instantiate prints it and refuses.
+// good, else the problem, kept until the next call. `help` (or `--help`) returns
+// `usage` when the client has one: MPICL_Instantiate prints it and refuses.
+// The problem is a static under a lock, not thread_local: a library loaded only to
+// check its options and unloaded again must leave no thread-local block behind (the
+// leak checker's thread scan crashed on one such block in a process that had loaded
+// and unloaded six clients).
 template <class Options, class Parse>
 const char *CheckOptions(const char *text, Parse parse, const char *usage = nullptr) {
-    static thread_local std::string problem;
+    static std::mutex mutex;
+    static std::string problem;
+    const std::lock_guard lock(mutex);
     const std::string s = text ? text : "";
     try {
         if (usage != nullptr && (s == "help" || s == "--help")) {
