@@ -21,7 +21,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from testlib import Checks, rest_of, run  # noqa: E402
+from testlib import Checks, rest_of, run, tracefile  # noqa: E402
 
 build, source, javac = (os.path.abspath(a) for a in sys.argv[1:4])
 martini = os.path.join(build, "tools", "martini")
@@ -29,25 +29,6 @@ work = tempfile.mkdtemp(prefix="coverage-java-")
 check = Checks()
 shutil.copy(os.path.join(source, "tests", "coverage", "Lines.java"), work)
 shutil.copy(os.path.join(source, "tests", "coverage", "Plain.java"), work)
-
-
-def tracefile(path):
-    """{file: {"DA": {line: n}, "FNDA": {name: n}, "BRDA": {(line, block, branch): n}}}"""
-    files, current = {}, None
-    for line in open(path):
-        key, _, value = line.rstrip("\n").partition(":")
-        if key == "SF":
-            current = files.setdefault(os.path.basename(value), {"DA": {}, "FNDA": {}, "BRDA": {}})
-        elif key == "DA":
-            n, count = value.split(",")[:2]
-            current["DA"][int(n)] = int(count)
-        elif key == "FNDA":
-            count, name = value.split(",", 1)
-            current["FNDA"][name] = int(count)
-        elif key == "BRDA":
-            a, b, c, d = value.split(",")
-            current["BRDA"][(int(a), int(b), int(c))] = None if d == "-" else int(d)
-    return files
 
 
 def cover(name, classpath, main, options="", expect=0):

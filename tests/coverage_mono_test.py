@@ -20,7 +20,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from testlib import Checks, rest_of, run  # noqa: E402
+from testlib import Checks, rest_of, run, tracefile  # noqa: E402
 
 build, lines_exe = (os.path.abspath(a) for a in sys.argv[1:3])
 martini = os.path.join(build, "tools", "martini")
@@ -30,21 +30,6 @@ check = Checks()
 mono_env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(build, "providers", "mono") + ":" +
                 os.environ.get("LD_LIBRARY_PATH", ""))
 
-
-def tracefile(path):
-    """{source file name: {"DA": {line: n}, "FNDA": {name: n}, "SF": path}}"""
-    files, current = {}, None
-    for text in open(path):
-        key, _, value = text.rstrip("\n").partition(":")
-        if key == "SF":
-            current = files.setdefault(os.path.basename(value), {"DA": {}, "FNDA": {}, "SF": value})
-        elif key == "DA":
-            n, count = value.split(",")[:2]
-            current["DA"][int(n)] = int(count)
-        elif key == "FNDA":
-            count, name = value.split(",", 1)
-            current["FNDA"][name] = int(count)
-    return files
 
 
 def lines_cs(path):

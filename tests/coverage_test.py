@@ -20,7 +20,7 @@ import tempfile
 import xml.etree.ElementTree as ElementTree
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from testlib import Checks, rest_of, run  # noqa: E402
+from testlib import Checks, rest_of, run, tracefile  # noqa: E402
 
 martini_lua, source, martini = (os.path.abspath(a) for a in sys.argv[1:4])
 scripts = os.path.join(source, "tests", "coverage")
@@ -28,26 +28,6 @@ lines_lua = os.path.join(scripts, "lines.lua")
 work = tempfile.mkdtemp(prefix="coverage-test-")
 check = Checks()
 
-
-def tracefile(path):
-    """{file name: {"DA": {line: n}, "FN": {name: line}, "FNDA": {name: n}, "LF": n, ...}}"""
-    files, current = {}, None
-    for text in open(path):
-        key, _, value = text.rstrip("\n").partition(":")
-        if key == "SF":
-            current = files.setdefault(os.path.basename(value), {"DA": {}, "FN": {}, "FNDA": {}, "SF": value})
-        elif key == "DA":
-            n, count = value.split(",")[:2]
-            current["DA"][int(n)] = int(count)
-        elif key == "FN":
-            n, name = value.split(",", 1)
-            current["FN"][name] = int(n)
-        elif key == "FNDA":
-            count, name = value.split(",", 1)
-            current["FNDA"][name] = int(count)
-        elif key in ("LF", "LH", "FNF", "FNH", "BRF", "BRH"):
-            current[key] = int(value)
-    return files
 
 
 def of(path, name):

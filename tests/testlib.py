@@ -1,5 +1,6 @@
 """What the end-to-end tests in Python share: named checks with a summary line, and
 running a command with its output kept for the message of a failing check."""
+import os
 import subprocess
 import sys
 import threading
@@ -76,3 +77,30 @@ def tree_paths(profile, metric):
         if node[2 + k]:
             lines.append(f"{path[i]} {node[2 + k]}")
     return sorted(lines)
+
+
+def tracefile(path):
+    """An lcov tracefile read for checks: {source file's base name: {"SF": path,
+    "DA": {line: n}, "FN": {name: line}, "FNDA": {name: n},
+    "BRDA": {(line, block, branch): n or None}, "LF": n, "LH": n, ...}}."""
+    files, current = {}, None
+    for text in open(path):
+        key, _, value = text.rstrip("\n").partition(":")
+        if key == "SF":
+            current = files.setdefault(os.path.basename(value),
+                                       {"DA": {}, "FN": {}, "FNDA": {}, "BRDA": {}, "SF": value})
+        elif key == "DA":
+            n, count = value.split(",")[:2]
+            current["DA"][int(n)] = int(count)
+        elif key == "FN":
+            n, name = value.split(",", 1)
+            current["FN"][name] = int(n)
+        elif key == "FNDA":
+            count, name = value.split(",", 1)
+            current["FNDA"][name] = int(count)
+        elif key == "BRDA":
+            a, b, c, d = value.split(",")
+            current["BRDA"][(int(a), int(b), int(c))] = None if d == "-" else int(d)
+        elif key in ("LF", "LH", "FNF", "FNH", "BRF", "BRH"):
+            current[key] = int(value)
+    return files
