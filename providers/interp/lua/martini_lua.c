@@ -354,11 +354,6 @@ static MethodSlot *SlotOfFunction(lua_State *L, lua_Debug *ar) {
     return slot;
 }
 
-/* The id of the function running in `ar`, registered on first sight (0: it could not be). */
-static martini_method_id MethodOf(lua_State *L, lua_Debug *ar) {
-    const MethodSlot *slot = SlotOfFunction(L, ar);
-    return slot ? slot->id : 0;
-}
 
 /* ---- Coroutines: virtual threads ---------------------------------------------------- */
 
@@ -418,12 +413,14 @@ static struct {
 
 static size_t FrameSlot(void *ci) { return ((uintptr_t)ci >> 4) & (kFrames - 1); }
 
-static void NoteFrame(lua_State *L, lua_Debug *ar) {
-    const MethodSlot *slot = SlotOfFunction(L, ar);
+/* The frame of `ar` runs the function of `slot` (NULL: one not registered). */
+static void NoteSlot(const lua_Debug *ar, const MethodSlot *slot) {
     const size_t k = FrameSlot(ar->i_ci);
     gFrames[k].ci = ar->i_ci;
     gFrames[k].cov = slot ? slot->cov : NULL;
 }
+
+static void NoteFrame(lua_State *L, lua_Debug *ar) { NoteSlot(ar, SlotOfFunction(L, ar)); }
 
 static void CountLine(lua_State *L, lua_Debug *ar) {
     const size_t k = FrameSlot(ar->i_ci);
@@ -464,9 +461,11 @@ static void Hook(lua_State *L, lua_Debug *ar) {
     if (L != gMain && vt == 0) return; /* could not start its virtual thread: already said */
     if (ar->event == LUA_HOOKCALL || ar->event == LUA_HOOKTAILCALL) {
         const martini_stack_id stack = (martini_stack_id)(uintptr_t)ar->i_ci;
-        const martini_method_id method = MethodOf(L, ar);
+        /* One lookup for the call and its frame's counters. */
+        const MethodSlot *slot = SlotOfFunction(L, ar);
+        if (gCoverage) NoteSlot(ar, slot);
+        const martini_method_id method = slot ? slot->id : 0;
         if (method == 0) return;
-        if (gCoverage) NoteFrame(L, ar);
         Report("martini_enter", vt ? martini_enter_vt(gInterp, vt, method, stack)
                                    : martini_enter(gInterp, method, stack));
     } else if (ar->event == LUA_HOOKRET) {
