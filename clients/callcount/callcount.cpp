@@ -11,6 +11,7 @@
 // refuses to start.
 #include <MpiAPI.h>
 
+#include "martini/clients/coverage_reads.h"
 #include "martini/clients/expand.h"
 #include "martini/clients/names.h"
 #include "martini/clients/option_names.h"
@@ -140,40 +141,10 @@ std::string MethodName(TId methodId) {
 // else from its first block's.
 std::unordered_map<TId, Counts> CountsFromCounters() {
     std::unordered_map<TId, Counts> counts;
-    std::vector<TId> ids(1024);
-    SIdArray list;
-    for (int attempt = 0; attempt < 4; ++attempt) {
-        list.entries = ids.data();
-        list.uiSize = static_cast<unsigned>(ids.size());
-        if (g_mpi->GetCoveredMethods(g_clientId, &list) != MRTE_ERROR_BUFFER_TOO_SHORT) break;
-        ids.resize(list.uiActualSize);
-    }
-    ids.resize(std::min<std::size_t>(list.uiActualSize, ids.size()));
-    std::vector<SCoverageEntry> entries(256);
-    for (TId id : ids) {
-        SCoverageInfo info;
-        TResult r = MRTE_ERROR_FAIL;
-        for (int attempt = 0; attempt < 4; ++attempt) {
-            info.entries.entries = entries.data();
-            info.entries.uiSize = static_cast<unsigned>(entries.size());
-            r = g_mpi->GetCoverageInfo(g_clientId, id, DR_COVERAGE_BLOCKS, &info);
-            if (r != MRTE_ERROR_BUFFER_TOO_SHORT) break;
-            entries.resize(info.entries.uiActualSize);
-        }
-        if (r != MRTE_RESULT_OK) continue;
-        std::uint64_t calls = 0;
-        unsigned first = ~0u;
-        for (unsigned i = 0; i < info.entries.uiActualSize; ++i) {
-            const SCoverageEntry &e = entries[i];
-            if (e.kind == CEK_ENTRY) {
-                calls = e.uiCount;
-                break;
-            }
-            if (e.kind == CEK_BLOCK && e.uiOffset < first) {
-                first = e.uiOffset;
-                calls = e.uiCount;
-            }
-        }
+    for (TId id : martini::clients::GetCoveredMethods(*g_mpi, g_clientId)) {
+        BitSet valid = 0;
+        const auto entries = martini::clients::GetCoverageEntries(*g_mpi, g_clientId, id, DR_COVERAGE_BLOCKS, valid);
+        const std::uint64_t calls = martini::clients::CallsOf(entries);
         if (calls != 0) counts[id].calls = calls;
     }
     return counts;

@@ -13,6 +13,7 @@
 
 #include "coverage_options.h"
 #include "martini/clients/control.h"
+#include "martini/clients/coverage_reads.h"
 #include "martini/clients/expand.h"
 #include "martini/clients/names.h"
 #include "martini/clients/output_file.h"
@@ -54,44 +55,6 @@ public:
     }
 };
 
-template <class T>
-bool Fill(std::vector<T> &buffer, SArray<T> &array, TResult r) {
-    if (r != MRTE_ERROR_BUFFER_TOO_SHORT || array.uiActualSize <= buffer.size()) return false;
-    buffer.resize(array.uiActualSize);
-    return true;
-}
-
-std::vector<TId> CoveredMethods() {
-    std::vector<TId> ids(256);
-    for (int attempt = 0; attempt < 4; ++attempt) {
-        SIdArray a;
-        a.entries = ids.data();
-        a.uiSize = static_cast<unsigned>(ids.size());
-        const TResult r = g_mpi->GetCoveredMethods(g_clientId, &a);
-        if (Fill(ids, a, r)) continue;
-        if (r != MRTE_RESULT_OK) return {};
-        ids.resize(a.uiActualSize);
-        return ids;
-    }
-    return {};
-}
-
-std::vector<SCoverageEntry> Entries(TId method, BitSet &valid) {
-    std::vector<SCoverageEntry> entries(64);
-    for (int attempt = 0; attempt < 4; ++attempt) {
-        SCoverageInfo info;
-        info.entries.entries = entries.data();
-        info.entries.uiSize = static_cast<unsigned>(entries.size());
-        const TResult r = g_mpi->GetCoverageInfo(g_clientId, method, DR_COVERAGE_BLOCKS | DR_COVERAGE_BRANCHES, &info);
-        if (Fill(entries, info.entries, r)) continue;
-        if (r != MRTE_RESULT_OK && r != MRTE_ERROR_PARTIAL_INFO) return {};
-        valid = info.validData;
-        entries.resize(info.entries.uiActualSize);
-        return entries;
-    }
-    return {};
-}
-
 // The file a method's source is in: the runtime's name for it, under its package's
 // directory on the JVM (Foo.java of com.acme.Foo is com/acme/Foo.java), found under
 // sources= when it can be (then absolute).
@@ -118,25 +81,18 @@ void AddMethod(cov::Tracefile &t, TId method, std::size_t &withoutLines) {
     const auto names = martini::clients::GetMethodNames(*g_mpi, g_clientId, method);
     if (!names.ok) return;
     BitSet valid = 0;
-    const auto entries = Entries(method, valid);
+    const auto entries = martini::clients::GetCoverageEntries(*g_mpi, g_clientId, method,
+                                                              DR_COVERAGE_BLOCKS | DR_COVERAGE_BRANCHES, valid);
     if (entries.empty()) return;
     cov::File &file = t.files[SourcePath(names)];
     std::map<unsigned, std::uint64_t> lines;
-    unsigned firstLine = 0, firstOffset = ~0u;
-    std::uint64_t calls = 0, blocks = 0, blocksHit = 0;
-    bool entryCounted = false;  // CEK_ENTRY: the calls, counted apart from the first block
+    unsigned firstLine = 0;
+    const std::uint64_t calls = martini::clients::CallsOf(entries);
+    std::uint64_t blocks = 0, blocksHit = 0;
     for (const auto &e : entries) {
-        if (e.kind == CEK_ENTRY) {
-            calls = e.uiCount;
-            entryCounted = true;
-        }
         if (e.kind != CEK_BLOCK) continue;
         ++blocks;
         blocksHit += e.uiCount != 0;
-        if (e.uiOffset < firstOffset) {
-            firstOffset = e.uiOffset;
-            if (!entryCounted) calls = e.uiCount;
-        }
         if (e.uiLineNumber == 0) continue;
         if (firstLine == 0 || e.uiLineNumber < firstLine) firstLine = e.uiLineNumber;
         lines[e.uiLineNumber] = std::max(lines[e.uiLineNumber], e.uiCount);
@@ -161,7 +117,7 @@ void AddMethod(cov::Tracefile &t, TId method, std::size_t &withoutLines) {
 
 cov::Tracefile Collect(std::size_t &methods, std::size_t &withoutLines) {
     cov::Tracefile t;
-    const auto ids = CoveredMethods();
+    const auto ids = martini::clients::GetCoveredMethods(*g_mpi, g_clientId);
     methods = ids.size();
     for (TId id : ids) AddMethod(t, id, withoutLines);
     return t;
