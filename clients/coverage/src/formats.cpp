@@ -69,12 +69,15 @@ std::map<unsigned, std::pair<std::size_t, std::size_t>> BranchesByLine(const Fil
 
 // Files, least line coverage first (then by path).
 std::vector<const std::pair<const std::string, File> *> ByCoverage(const Tracefile &t) {
+    // Each file's rate once, not again in every comparison.
+    std::vector<std::pair<double, const std::pair<const std::string, File> *>> rated;
+    for (const auto &f : t.files) {
+        const Totals c = Count(f.second);
+        rated.emplace_back(Totals::Rate(c.linesHit, c.lines), &f);
+    }
+    std::stable_sort(rated.begin(), rated.end(), [](const auto &a, const auto &b) { return a.first < b.first; });
     std::vector<const std::pair<const std::string, File> *> files;
-    for (const auto &f : t.files) files.push_back(&f);
-    std::stable_sort(files.begin(), files.end(), [](auto *a, auto *b) {
-        const Totals x = Count(a->second), y = Count(b->second);
-        return Totals::Rate(x.linesHit, x.lines) < Totals::Rate(y.linesHit, y.lines);
-    });
+    for (const auto &[rate, f] : rated) files.push_back(f);
     return files;
 }
 
