@@ -99,7 +99,7 @@ void Coverage::Record(const ClassLoad &load, const InstrumentResult &result) {
     if (!wanted_ || result.coverage.empty()) return;
     std::lock_guard lock(mutex_);
     for (const auto &c : result.coverage) {
-        if (c.method < load.ids.size() && load.ids[c.method] != 0) counted_[load.ids[c.method]] = true;
+        if (c.method < load.ids.size() && load.ids[c.method] != 0) counted_.insert(load.ids[c.method]);
     }
 }
 

@@ -20,6 +20,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace martini::jvm {
@@ -69,7 +70,7 @@ private:
     static inline std::mutex mutex_;
     static inline std::uint64_t next_ = 0;                        // the next free counter (mutex_)
     static inline std::unordered_map<TId, Counted> reserved_;     // by method id, once chosen (mutex_)
-    static inline std::unordered_map<TId, bool> counted_;         // methods whose probes are in place (mutex_)
+    static inline std::unordered_set<TId> counted_;               // methods whose probes are in place (mutex_)
     static inline bool fullSaid_ = false;                         // (mutex_)
 };
 
