@@ -27,7 +27,9 @@ const char kUsage[] =
     "  depth=N           deepest call path kept per thread (default 4096); deeper calls are counted as overflow\n"
     "  nodes=N           calling contexts kept per thread (default 500000); calls on further new paths are\n"
     "                    kept per method under \"(more call paths)\", so per-method figures stay exact\n"
-    "  trace=N           time mode: the first N calls entered become Chrome trace slices (default 100000)\n"
+    "  trace=N           time mode: the first N calls entered become Chrome trace slices (default 100000);\n"
+    "                    sample mode: the first N samples keep their times, for the Chrome trace and\n"
+    "                    `martini report --from/--to` (default 1000000)\n"
     "  paused            start paused: the call-graph group is enabled by an EcStart command\n"
     "  lines             call-site lines for pprof: a short stack walk per new calling context (on when\n"
     "                    pprof is among the formats)\n"
@@ -64,8 +66,7 @@ std::string ParseOptions(const char *text, Options &o) {
             return "option '" + k + "' takes no value";
         }
         if (k == "wall" && it.hasValue) return "option 'wall' takes no value";
-        if (k == "counts" || k == "cpu" || k == "trace" || k == "include" || k == "exclude" || k == "filter" ||
-            k == "lines") {
+        if (k == "counts" || k == "cpu" || k == "include" || k == "exclude" || k == "filter" || k == "lines") {
             o.exactOnly = true;
         }
         if (k == "sample") {
@@ -90,7 +91,10 @@ std::string ParseOptions(const char *text, Options &o) {
             if (k == "nodes" && (n < 2 || n > 100000000)) return "option 'nodes': must be between 2 and 100000000";
             if (k == "depth") o.depth = n;
             else if (k == "nodes") o.nodes = n;
-            else o.trace = n;
+            else {
+                o.trace = n;
+                o.traceGiven = true;
+            }
         } else if (k == "filter") {
             if (auto e = needValue(); !e.empty()) return e;
             o.filter = it.value;
@@ -102,7 +106,7 @@ std::string ParseOptions(const char *text, Options &o) {
     }
     if (o.wall && o.sampleHz == 0) return "option 'wall' needs sample mode (sample[=HZ],wall)";
     if (o.sampleHz != 0 && o.exactOnly) {
-        return "sample mode takes none of counts, cpu, trace=, include=, exclude=, filter=, lines (SampleHit has no "
+        return "sample mode takes none of counts, cpu, include=, exclude=, filter=, lines (SampleHit has no "
                "filters; its stacks have their lines)";
     }
     if (o.out.formats & report::kPprof) o.lines = true;
@@ -130,6 +134,7 @@ SampledOptions SampledOptionsOf(const Options &o) {
     s.depth = o.depth;
     s.nodes = o.nodes;
     s.paused = o.paused;
+    if (o.traceGiven) s.timeline = o.trace;
     return s;
 }
 

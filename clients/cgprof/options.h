@@ -24,11 +24,12 @@ struct Options {
     std::size_t depth = 4096;
     std::size_t nodes = 500000;
     std::uint64_t trace = 100000;
+    bool traceGiven = false;
     bool paused = false;
     bool lines = false;     // call-site lines (Node::callLine)
     unsigned sampleHz = 0;  // sample mode when not 0
     bool wall = false;
-    bool exactOnly = false;  // an option of the exact modes was given (counts, cpu, trace, filters)
+    bool exactOnly = false;  // an option of the exact modes was given (counts, cpu, filters, lines)
 };
 
 // Fills `o` from the option text; the error to print, or "" when the options are good.

@@ -49,6 +49,22 @@ struct SampleNode {
     std::uint32_t parent = kNone;
     std::uint64_t self = 0;  // samples whose innermost frame is this path
     std::uint32_t callLine = 0;  // the call site in the parent's method, 0 when unknown
+    // The lines of the method at which the self samples fell: (line, samples), by line.
+    std::vector<std::pair<std::uint32_t, std::uint64_t>> lines;
+
+    void AddLine(std::uint32_t line) {
+        auto it = std::lower_bound(lines.begin(), lines.end(), line, [](const auto &l, std::uint32_t v) { return l.first < v; });
+        if (it != lines.end() && it->first == line) ++it->second;
+        else lines.insert(it, {line, 1});
+    }
+};
+
+// A sample's time and where it was counted (the timeline).
+struct Stamp {
+    std::uint64_t timeNs;
+    TId threadId;
+    std::uint32_t node;
+    std::uint32_t line;
 };
 
 struct SampleTree {
@@ -63,7 +79,7 @@ struct SampleTree {
         if (it != children.end()) return it->second;
         if (nodes.size() >= budget) return kNone;
         const auto index = static_cast<std::uint32_t>(nodes.size());
-        nodes.push_back({method, parent, 0});
+        nodes.push_back({method, parent, 0, 0, {}});
         children.emplace(std::pair{parent, method}, index);
         return index;
     }
@@ -90,7 +106,9 @@ public:
         const bool walked = (d.validData & DR_VM_CALL_STACK) && d.stackTrace.entries != nullptr && d.stackTrace.uiSize > 0;
         if (!walked) {
             ++notWalkable_;
-            ++t.nodes[t.Child(0, kNotWalkable, ~std::size_t{0})].self;
+            const std::uint32_t node = t.Child(0, kNotWalkable, ~std::size_t{0});
+            ++t.nodes[node].self;
+            Stamp(d, node, 0);
             return;
         }
         const std::size_t n = d.stackTrace.uiSize;
@@ -117,6 +135,20 @@ public:
             node = child;
         }
         ++t.nodes[node].self;
+        // The line the innermost frame was at: the hot line inside its method.
+        const std::uint32_t line = d.stackTrace.entries[0].uiLineNumber;
+        if (line != 0) t.nodes[node].AddLine(line);
+        Stamp(d, node, line);
+    }
+
+    // Keeps the sample's time, while the timeline's budget lasts.
+    void Stamp(const SSampleHitEventData &d, std::uint32_t node, std::uint32_t line) {
+        if (!(d.validData & DR_CPU_TIMESTAMP)) return;
+        if (timeline_.size() >= o_.timeline) {
+            ++timelineNotKept_;
+            return;
+        }
+        timeline_.push_back({d.uiCpuTimestamp, d.threadId, node, line});
     }
 
     void ThreadStarted(const SThreadStartEventData &d) {
@@ -179,6 +211,7 @@ public:
             return it->second;
         };
         std::vector<SampleTree *> ordered;
+        std::unordered_map<TId, std::pair<std::uint32_t, std::vector<std::uint32_t>>> placed;  // thread: tree, nodes
         for (auto &[id, t] : trees_) ordered.push_back(t.get());
         std::sort(ordered.begin(), ordered.end(), [](auto *a, auto *b) { return a->threadId < b->threadId; });
         for (SampleTree *t : ordered) {
@@ -193,9 +226,20 @@ public:
                 to[i] = tree.Add(to[n.parent], frame(n.method), 2);
                 tree.nodes[to[i]].callLine = n.callLine;
                 tree.nodes[to[i]].self = {n.self, n.self * period};
+                tree.nodes[to[i]].selfLines = n.lines;
             }
-            if (tree.nodes.size() > 1) p.threads.push_back(std::move(tree));
+            if (tree.nodes.size() > 1) {
+                placed[t->threadId] = {static_cast<std::uint32_t>(p.threads.size()), std::move(to)};
+                p.threads.push_back(std::move(tree));
+            }
         }
+        p.timeline.reserve(timeline_.size());
+        for (const struct Stamp &s : timeline_) {
+            auto it = placed.find(s.threadId);
+            if (it != placed.end()) p.timeline.push_back({s.timeNs, it->second.first, it->second.second[s.node], s.line});
+        }
+        std::stable_sort(p.timeline.begin(), p.timeline.end(),
+                         [](const report::TimedSample &a, const report::TimedSample &b) { return a.timeNs < b.timeNs; });
         report::NameOverloads(p.frames);
         p.NameThreads();
         p.Merge();
@@ -203,7 +247,8 @@ public:
                       {"samples", samples_},
                       {"samples_not_walkable", notWalkable_},
                       {"stacks_cut_at_depth", cut_},
-                      {"samples_beyond_node_budget", beyond_}};
+                      {"samples_beyond_node_budget", beyond_},
+                      {report::kTimelineNotKept, timelineNotKept_}};
         if (!label.empty()) {
             const martini::clients::OutputOptions out = martini::clients::SamplePointOutput("cgprof", o_.out, label);
             martini::clients::WriteOutputs(p, out, outputDir_.Resolve(out));
@@ -231,7 +276,8 @@ private:
     std::unordered_map<TId, std::unique_ptr<SampleTree>> trees_;
     std::unordered_map<TId, std::string> threadNames_;
     std::unordered_set<TId> pausedThreads_;
-    std::uint64_t samples_ = 0, notWalkable_ = 0, cut_ = 0, beyond_ = 0;
+    std::uint64_t samples_ = 0, notWalkable_ = 0, cut_ = 0, beyond_ = 0, timelineNotKept_ = 0;
+    std::vector<struct Stamp> timeline_;  // in the order the samples came
     TResult rateResult_ = MRTE_RESULT_OK;
     martini::clients::OutputDirectory outputDir_;
 };
@@ -239,7 +285,7 @@ private:
 struct SampledInstance {
     SampledProfiler profiler;
     martini::clients::Forward<ISampleHitEventObserver, SampledProfiler, SSampleHitEventData, &SampledProfiler::Sample>
-        sample{profiler, DR_THREAD_ID | DR_VM_CALL_STACK};
+        sample{profiler, DR_THREAD_ID | DR_VM_CALL_STACK | DR_CPU_TIMESTAMP};
     martini::clients::Forward<IThreadStartEventObserver, SampledProfiler, SThreadStartEventData,
                               &SampledProfiler::ThreadStarted>
         threadStart{profiler, DR_THREAD_ID | DR_THREAD_NAME};

@@ -17,6 +17,7 @@ struct SampledOptions {
     martini::clients::OutputOptions out;
     std::size_t depth = 4096;
     std::size_t nodes = 500000;
+    std::uint64_t timeline = 1000000;  // samples kept with their times (trace=)
     bool paused = false;
 };
 

@@ -70,21 +70,24 @@ void WriteChromeTrace(const Profile &p, std::ostream &stream) {
     out << "}}";
     const std::string cut = TraceCutNote(p);
     std::string widths;
-    if (!p.spans.empty()) {
+    // Without recorded spans, a sampled profile's timeline: its samples over time.
+    const std::vector<Span> sampled = p.spans.empty() ? TimelineSpans(p) : std::vector<Span>{};
+    const std::vector<Span> &spans = p.spans.empty() ? sampled : p.spans;
+    if (!spans.empty()) {
         std::set<std::uint64_t> tids;
-        std::uint64_t first = p.spans[0].startNs;
-        for (const Span &s : p.spans) {
+        std::uint64_t first = spans[0].startNs;
+        for (const Span &s : spans) {
             tids.insert(s.threadId);
             first = std::min(first, s.startNs);
         }
         for (std::uint64_t tid : tids) ThreadMetadata(out, tid, p.ThreadName(tid));
         if (!cut.empty()) {
             // Where the trace starts, on every track: the reader sees it was cut.
-            out << ",\n{\"ph\":\"i\",\"s\":\"g\",\"pid\":1,\"tid\":" << p.spans[0].threadId << ",\"name\":";
+            out << ",\n{\"ph\":\"i\",\"s\":\"g\",\"pid\":1,\"tid\":" << spans[0].threadId << ",\"name\":";
             out.Json(cut);
             out << ",\"cat\":\"martini\",\"ts\":" << Micros(first) << "}";
         }
-        for (const Span &s : p.spans) {
+        for (const Span &s : spans) {
             Slice(out, s.threadId, p.frames[s.frame], s.category, s.startNs, s.durationNs);
             out << "}}";
             out.MaybeFlush();
@@ -135,7 +138,7 @@ void WriteChromeTrace(const Profile &p, std::ostream &stream) {
     out.Json(p.runtime);
     out << ",\"mode\":";
     out.Json(p.mode);
-    out << ",\"synthesized\":" << (p.spans.empty() ? "true" : "false");
+    out << ",\"synthesized\":" << (spans.empty() ? "true" : "false");
     if (!widths.empty()) {
         out << ",\"widths\":";
         out.Json(widths);

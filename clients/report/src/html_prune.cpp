@@ -146,6 +146,7 @@ PrunedTree Prune(const Tree &in, const std::vector<float> &importance, float sha
             to[i] = out.tree.Add(to[n.parent], n.frame, metrics);
             out.tree.nodes[to[i]].self = n.self;
             out.tree.nodes[to[i]].self.resize(metrics, 0);
+            out.tree.nodes[to[i]].selfLines = n.selfLines;
             continue;
         }
         owner[i] = to[n.parent] != kNoParent ? n.parent : owner[n.parent];

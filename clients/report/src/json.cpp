@@ -50,6 +50,19 @@ void TreeJson(detail::TextOut &out, const Tree &tree, const std::string &name) {
         }
         out << ']';
     }
+    // The lines of the nodes' own samples, when any is known: [node, line, samples] rows.
+    if (std::any_of(tree.nodes.begin(), tree.nodes.end(), [](const Node &n) { return !n.selfLines.empty(); })) {
+        out << ",\"selfLines\":[";
+        bool first = true;
+        for (std::size_t i = 0; i < tree.nodes.size(); ++i) {
+            for (const auto &[line, samples] : tree.nodes[i].selfLines) {
+                out << (first ? "[" : ",[") << std::uint64_t(i) << ',' << line << ',' << samples << ']';
+                first = false;
+            }
+            out.MaybeFlush();
+        }
+        out << ']';
+    }
     out << '}';
 }
 
@@ -167,6 +180,21 @@ void ReadCallLines(const json &lines, const std::string &where, Tree &tree) {
     }
 }
 
+void ReadSelfLines(const json &rows, const std::string &where, Tree &tree) {
+    if (!rows.is_array()) throw Bad{where + ".selfLines: expected an array of [node, line, samples]"};
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        const std::string at = where + ".selfLines[" + std::to_string(i) + "]";
+        const json &r = rows[i];
+        if (!r.is_array() || r.size() != 3) throw Bad{at + ": expected [node, line, samples]"};
+        const std::uint64_t node = Unsigned(r[0], at + " node");
+        if (node >= tree.nodes.size()) throw Bad{at + ": node " + std::to_string(node) + " is not in the tree"};
+        const auto line = static_cast<std::uint32_t>(Unsigned(r[1], at + " line", 0xffffffffu));
+        auto &lines = tree.nodes[node].selfLines;
+        if (!lines.empty() && lines.back().first >= line) throw Bad{at + ": lines of a node must ascend"};
+        lines.emplace_back(line, Unsigned(r[2], at + " samples"));
+    }
+}
+
 Tree ReadTree(const json &j, const std::string &where, std::size_t metrics, std::size_t frames) {
     if (!j.is_object()) throw Bad{where + ": expected an object"};
     Tree tree;
@@ -181,6 +209,7 @@ Tree ReadTree(const json &j, const std::string &where, std::size_t metrics, std:
         if (i > 0) tree.nodes[tree.nodes.back().parent].children.push_back(static_cast<std::uint32_t>(i));
     }
     if (auto it = j.find("callLines"); it != j.end()) ReadCallLines(*it, where, tree);
+    if (auto it = j.find("selfLines"); it != j.end()) ReadSelfLines(*it, where, tree);
     return tree;
 }
 
@@ -265,6 +294,28 @@ void ReadSpans(const json &j, Profile &p) {
     }
 }
 
+void ReadTimeline(const json &j, Profile &p) {
+    auto it = j.find("timeline");
+    if (it == j.end()) return;
+    const json &samples = Array(*it, "timeline");
+    p.timeline.reserve(samples.size());
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+        const std::string at = "timeline[" + std::to_string(i) + "]";
+        const json &s = samples[i];
+        if (!s.is_array() || s.size() != 4) throw Bad{at + ": expected [time ns, thread index, node, line]"};
+        TimedSample t;
+        t.timeNs = Unsigned(s[0], at + " time");
+        const std::uint64_t tree = Unsigned(s[1], at + " thread index");
+        if (tree >= p.threads.size()) throw Bad{at + ": thread index " + std::to_string(tree) + " is not in \"threads\""};
+        const std::uint64_t node = Unsigned(s[2], at + " node");
+        if (node >= p.threads[tree].nodes.size()) throw Bad{at + ": node " + std::to_string(node) + " is not in its thread's tree"};
+        t.tree = static_cast<std::uint32_t>(tree);
+        t.node = static_cast<std::uint32_t>(node);
+        t.line = static_cast<std::uint32_t>(Unsigned(s[3], at + " line", 0xffffffffu));
+        p.timeline.push_back(t);
+    }
+}
+
 void ReadThreadNames(const json &j, Profile &p) {
     auto it = j.find("threadNames");
     if (it == j.end()) return;
@@ -341,7 +392,19 @@ void WriteJson(const Profile &p, std::ostream &stream, bool withSpans) {
             out.MaybeFlush();
         }
     }
-    out << "],\"threadNames\":[";
+    out << ']';
+    // The samples with their times (sampled profiles), beside the spans: [time, thread
+    // index, node, line].
+    if (withSpans && !p.timeline.empty()) {
+        out << ",\"timeline\":[";
+        for (std::size_t i = 0; i < p.timeline.size(); ++i) {
+            const TimedSample &t = p.timeline[i];
+            out << (i ? ",[" : "[") << t.timeNs << ',' << t.tree << ',' << t.node << ',' << t.line << ']';
+            out.MaybeFlush();
+        }
+        out << ']';
+    }
+    out << ",\"threadNames\":[";
     for (std::size_t i = 0; i < p.threadNames.size(); ++i) {
         out << (i ? ",{\"id\":" : "{\"id\":") << p.threadNames[i].id << ",\"name\":";
         out.Json(p.threadNames[i].name.empty() ? UnnamedThreadName(p.threadNames[i].id) : p.threadNames[i].name);
@@ -366,6 +429,7 @@ std::string ReadJson(std::istream &in, Profile &p) {
         ReadFrames(j, read);
         ReadTrees(j, read);
         ReadSpans(j, read);
+        ReadTimeline(j, read);
         ReadThreadNames(j, read);
         ReadCounters(j, read);
         read.NameThreads();

@@ -2,6 +2,8 @@
 // zlib.
 #include "martini/report/profile.h"
 
+#include "table_text.h"
+
 #include "profile.pb.h"
 
 #include <zlib.h>
@@ -148,7 +150,7 @@ private:
             for (std::uint64_t v : n.self) any |= v != 0;
             if (!any) continue;
             if (depth[i] <= kCollapsedMaxDepth) {
-                AddSample(tree, i, n.self, kRootFrame, threadName);
+                AddLeafSamples(tree, i, threadName);
                 continue;
             }
             auto &values = cut[{capAncestor[i], n.frame}];
@@ -158,9 +160,35 @@ private:
         for (const auto &[key, values] : cut) AddSample(tree, key.first, values, key.second, threadName);
     }
 
+    // The node's own values as samples: one per line its samples fell at (the values
+    // shared out by the lines' samples; the last line takes what rounding leaves), so
+    // `pprof -lines` shows the hot line inside a method; one at the method's line when
+    // no line is known.
+    void AddLeafSamples(const Tree &tree, std::uint32_t leaf, std::int64_t threadName) {
+        const Node &n = tree.nodes[leaf];
+        std::uint64_t samples = 0;
+        for (const auto &[line, count] : n.selfLines) samples += count;
+        if (samples == 0) {
+            AddSample(tree, leaf, n.self, kRootFrame, threadName);
+            return;
+        }
+        std::vector<std::uint64_t> left = n.self, values(n.self.size());
+        std::uint64_t seen = 0;
+        for (std::size_t l = 0; l < n.selfLines.size(); ++l) {
+            seen += n.selfLines[l].second;
+            for (std::size_t k = 0; k < n.self.size(); ++k) {
+                const std::uint64_t upTo = detail::MulDiv(n.self[k], seen, samples);
+                values[k] = left[k] - (n.self[k] - upTo);
+                left[k] -= values[k];
+            }
+            AddSample(tree, leaf, values, kRootFrame, threadName, n.selfLines[l].first);
+        }
+    }
+
     // `cutFrame` kRootFrame: the stack of `leaf`; else cutFrame <- cut <- leaf's stack.
+    // `leafLine`: the line in the leaf's method (0: its first line).
     void AddSample(const Tree &tree, std::uint32_t leaf, const std::vector<std::uint64_t> &values,
-                   std::uint32_t cutFrame, std::int64_t threadName) {
+                   std::uint32_t cutFrame, std::int64_t threadName, std::uint32_t leafLine = 0) {
         const bool beyond = cutFrame != kRootFrame;
         if (beyond) AddCutMarker();
         auto *s = pb_.add_sample();
@@ -170,7 +198,7 @@ private:
         }
         std::uint32_t line = 0;  // the call site in `at` of the frame below it
         for (std::uint32_t at = leaf; at != 0 && at != kNoParent; at = tree.nodes[at].parent) {
-            s->add_location_id(LocationOf(tree.nodes[at].frame, at == leaf ? 0 : line));
+            s->add_location_id(LocationOf(tree.nodes[at].frame, at == leaf ? leafLine : line));
             line = tree.nodes[at].callLine;
         }
         const std::size_t metrics = profile_.metrics.size();

@@ -1,6 +1,8 @@
 // The profile model: trees, merge, totals, top-N tables, collapsed stacks, file sets.
 #include "martini/report/profile.h"
 
+#include "table_text.h"
+
 #include "text_out.h"
 
 #include <algorithm>
@@ -151,6 +153,7 @@ void MergeInto(Tree &merged, const Tree &tree, std::size_t m, std::vector<std::u
         const std::uint32_t target = n.parent == kNoParent ? 0 : merged.ChildOf(to[n.parent], n.frame, m);
         to[i] = target;
         if (merged.nodes[target].callLine == 0) merged.nodes[target].callLine = n.callLine;
+        detail::AddLines(merged.nodes[target].selfLines, n.selfLines);
         for (std::size_t k = 0; k < m && k < n.self.size(); ++k) merged.nodes[target].self[k] += n.self[k];
     }
 }
@@ -252,7 +255,7 @@ QuantityUnit UnitFor(const Metric &metric, std::uint64_t whole) {
 }
 
 
-namespace {
+namespace detail {
 
 std::string Percent(std::uint64_t part, std::uint64_t whole) {
     if (whole == 0) return "-";
@@ -268,6 +271,49 @@ std::string InUnit(std::uint64_t value, const QuantityUnit &unit) {
     s << std::fixed << std::setprecision(v < 10 ? 3 : 1) << v;
     return s.str();
 }
+
+void WriteAligned(const std::vector<std::vector<std::string>> &table, std::ostream &out) {
+    std::vector<std::size_t> widths(table[0].size(), 0);
+    for (const auto &cells : table) {
+        for (std::size_t c = 0; c < cells.size(); ++c) widths[c] = std::max(widths[c], cells[c].size());
+    }
+    for (const auto &cells : table) {
+        std::string line = cells[0] + std::string(widths[0] - cells[0].size(), ' ');
+        for (std::size_t c = 1; c < cells.size(); ++c) line += std::string(2 + widths[c] - cells[c].size(), ' ') + cells[c];
+        out << line << "\n";
+    }
+}
+
+void AddLines(std::vector<std::pair<std::uint32_t, std::uint64_t>> &into,
+              const std::vector<std::pair<std::uint32_t, std::uint64_t>> &from) {
+    if (from.empty()) return;
+    if (into.empty()) {
+        into = from;
+        return;
+    }
+    std::vector<std::pair<std::uint32_t, std::uint64_t>> sum;
+    sum.reserve(into.size() + from.size());
+    auto a = into.cbegin();
+    auto b = from.cbegin();
+    while (a != into.cend() || b != from.cend()) {
+        if (b == from.cend() || (a != into.cend() && a->first < b->first)) sum.push_back(*a++);
+        else if (a == into.cend() || b->first < a->first) sum.push_back(*b++);
+        else {
+            sum.emplace_back(a->first, a->second + b->second);
+            ++a;
+            ++b;
+        }
+    }
+    into = std::move(sum);
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::InUnit;
+using detail::Percent;
+using detail::WriteAligned;
 
 // The metric a table ranks by: wall time when measured, else the default metric.
 std::size_t RankingMetric(const Profile &profile) {
@@ -286,19 +332,6 @@ std::string ThreadsShown(const Profile &profile, const TableThreads *threads) {
         shown += std::count(threads->ids.begin(), threads->ids.end(), t.threadId) != 0 ? 1 : 0;
     }
     return std::to_string(shown) + " of " + text + (threads->what.empty() ? "" : ": " + threads->what);
-}
-
-// Each column as wide as its widest cell, two spaces apart; the first left-aligned.
-void WriteAligned(const std::vector<std::vector<std::string>> &table, std::ostream &out) {
-    std::vector<std::size_t> widths(table[0].size(), 0);
-    for (const auto &cells : table) {
-        for (std::size_t c = 0; c < cells.size(); ++c) widths[c] = std::max(widths[c], cells[c].size());
-    }
-    for (const auto &cells : table) {
-        std::string line = cells[0] + std::string(widths[0] - cells[0].size(), ' ');
-        for (std::size_t c = 1; c < cells.size(); ++c) line += std::string(2 + widths[c] - cells[c].size(), ' ') + cells[c];
-        out << line << "\n";
-    }
 }
 
 // The table over `merged`: the profile's merged tree (`threads` null), or the merge of

@@ -62,6 +62,9 @@ struct Node {
     // The line in the parent frame's method at which this frame is called (the call
     // site; the first one seen when there are several), 0 when unknown.
     std::uint32_t callLine = 0;
+    // Sampled profiles: the lines of this frame's method at which the node's own
+    // samples fell, as (line, samples), ascending by line; empty when no line is known.
+    std::vector<std::pair<std::uint32_t, std::uint64_t>> selfLines;
 };
 
 // One calling-context tree. nodes[0] is the root (no frame); a parent always comes
@@ -88,6 +91,15 @@ struct Span {
     std::string category;  // "call", "contention", "wait", ...
 };
 
+// One sample and its time (sampled profiles): the tree of its thread, the node it was
+// counted in (its innermost frame's path) and the line in that frame (0: unknown).
+struct TimedSample {
+    std::uint64_t timeNs = 0;  // the runtime's monotonic clock
+    std::uint32_t tree = 0;    // index into Profile::threads
+    std::uint32_t node = 0;
+    std::uint32_t line = 0;
+};
+
 struct ThreadInfo {
     std::uint64_t id = 0;
     std::string name;
@@ -107,6 +119,9 @@ struct Profile {
     Tree merged;                // all threads' trees merged by call path
     std::vector<Span> spans;    // timed calls, bounded (may be empty)
     std::vector<ThreadInfo> threadNames;  // names for threads that have spans but no tree
+    // Sampled profiles: their samples in time order, when the tool kept them (the
+    // counter kTimelineNotKept says how many it did not keep).
+    std::vector<TimedSample> timeline;
     std::vector<std::pair<std::string, std::uint64_t>> counters;  // diagnostics
 
     // The index of the metric named `name`, or -1.
@@ -163,6 +178,28 @@ struct TableThreads {
 void WriteTopTable(const Profile &profile, std::ostream &out, std::size_t topN, int metric,
                    const TableThreads &threads);
 
+// ---- Sampled profiles: lines and time ------------------------------------------
+
+// Counters a sampled profile carries: the samples its timeline did not keep (past the
+// tool's budget; a time window needs them all), and the timeline's first sample time.
+inline constexpr const char *kTimelineNotKept = "timeline_samples_not_kept";
+
+// The hot lines: per (frame, line) the self value of `metric` of the nodes' samples at
+// that line (Node::selfLines), ranked, as a table of `topN` rows: method, file:line,
+// self, self %. Writes a line saying so when the profile has no lines.
+void WriteHotLines(const Profile &profile, std::ostream &out, std::size_t topN, int metric = -1);
+
+// Keeps what was sampled from `fromNs` to `toNs` (nanoseconds after the first sample
+// of the timeline): every node's self values and lines are counted again from the
+// timeline samples inside the window, the timeline cut to it and the merged tree
+// rebuilt. Returns "" or why not (no timeline, or one with samples not kept).
+std::string KeepTimeWindow(Profile &profile, std::uint64_t fromNs, std::uint64_t toNs);
+
+// The timeline as a flame chart over time: per thread, a span per frame for each run
+// of consecutive samples that share the frame's path (a sample lasts one period; a
+// gap of more than two periods ends every open span). Category "sample".
+std::vector<Span> TimelineSpans(const Profile &profile);
+
 // ---- Formats (docs/formats.md) --------------------------------------------------
 
 // `withSpans` false leaves "spans" empty (the HTML report shows trees, not slices).
@@ -195,7 +232,7 @@ CollapsedStats WriteCollapsed(const Profile &profile, std::ostream &out, std::si
                               double minShare = kCollapsedMinShare, std::size_t maxDepth = kCollapsedMaxDepth);
 
 // Chrome trace event JSON (Perfetto UI, chrome://tracing). Uses the recorded spans;
-// without spans, lays each thread's tree out as a flame chart (widths from the
+// without spans, the timeline's samples over time (TimelineSpans); without either, lays each thread's tree out as a flame chart (widths from the
 // default metric), marked "synthesized" in the metadata. When the counter
 // kTraceCallsNotKept is non-zero the trace says it was cut (TraceCutNote) in its
 // metadata and as an instant event at the first span.

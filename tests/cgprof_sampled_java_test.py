@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""cgprof's sample mode on the JVM, its lines and its times: tests/sampled/Phases.java
+runs first() for a second, then second() for a second, first() spending nearly all
+its time on the line marked HOT.
+
+- hot lines: `martini report --lines` and `go tool pprof -lines` put first()'s time on
+  the HOT line, not on the method's first line;
+- the timeline: every sample with its time in the JSON; `martini report --from/--to`
+  keeps what was sampled inside the window (first() before the switch, second()
+  after); the Chrome trace shows the samples over time (first()'s slices before
+  second()'s), not a tree laid out;
+- a timeline past its budget (trace=N) is said, and a window of it refused; a window
+  of an exact profile refused.
+
+usage: cgprof_sampled_java_test.py MARTINI_BUILD_DIR SOURCE_ROOT JAVAC
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from testlib import Checks  # noqa: E402
+
+build, root, javac = (os.path.abspath(a) for a in sys.argv[1:4])
+martini = os.path.join(build, "tools", "martini")
+work = tempfile.mkdtemp(prefix="cgprof-sampled-")
+check = Checks()
+source = os.path.join(root, "tests", "sampled", "Phases.java")
+classes = os.path.join(work, "classes")
+subprocess.run([javac, "-g", "-d", classes, source], check=True)
+lines = open(source).read().splitlines()
+hot = next(i + 1 for i, text in enumerate(lines) if text.rstrip().endswith("// HOT"))
+
+
+def run(args):
+    return subprocess.run(args, capture_output=True, text=True, cwd=work, timeout=300)
+
+
+def report(*args):
+    return run([martini, "report", os.path.join(out, "cgprof.json"), *args])
+
+
+def self_ms(table, method):
+    """The self ms column of `method`'s row in a `martini report` table (0 when absent)."""
+    m = re.search(r"^" + re.escape(method) + r"\s+\S+%\s+\S+%\s+([\d.]+)\s", table, re.M)
+    return float(m.group(1)) if m else 0.0
+
+
+out = os.path.join(work, "out")
+r = run([martini, "run", "--client", "cgprof=sample=1000,formats=all,top=5", "--output", out, "--",
+         "java", "-cp", classes, "Phases", "1000"])
+log = r.stdout + r.stderr
+check("the sampled run exits 0", r.returncode == 0 and "phases: done" in log, log)
+
+# Hot lines.
+r = report("--lines", "--top", "10")
+rows = re.findall(r"^Phases\.first\s+Phases\.java:(\d+)\s+([\d.]+)%", r.stdout, re.M)
+check("martini report --lines: first()'s top line is the HOT one", r.returncode == 0 and rows and
+      int(rows[0][0]) == hot, r.stdout + r.stderr)
+share = {int(line): float(pct) for line, pct in rows}
+check("the HOT line holds at least 80% of first()'s samples",
+      share and share.get(hot, 0) >= 0.8 * sum(share.values()), share)
+go = shutil.which("go")
+if go is None:
+    check("go is installed for `go tool pprof` (scripts/install-deps.sh --test)", False)
+else:
+    g = subprocess.run([go, "tool", "pprof", "-lines", "-top", os.path.join(out, "cgprof.pb.gz")],
+                       capture_output=True, text=True, timeout=300)
+    check("go tool pprof -lines: first()'s time on the HOT line",
+          g.returncode == 0 and re.search(r"\sPhases\.first Phases\.java:%d\b" % hot, g.stdout), g.stdout + g.stderr)
+
+chromium = shutil.which("chromium")
+if chromium is None:
+    check("chromium is installed for the HTML report's self-test (scripts/install-deps.sh --test)", False)
+else:
+    dom = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                          "--user-data-dir=" + os.path.join(work, "chromium"), "--virtual-time-budget=5000",
+                          "--dump-dom", "file://" + os.path.join(out, "cgprof.html") + "#selftest"],
+                         capture_output=True, text=True, timeout=120).stdout
+    m = re.search(r'<pre id="selftest">([^<]*)', dom)
+    summary = json.loads(m.group(1).replace("&quot;", '"').replace("&amp;", "&")) if m else {}
+    check("the HTML report's hot lines have first()'s HOT line",
+          "Phases.first Phases.java:%d" % hot in summary.get("lines", []), summary)
+
+# The timeline.
+profile = json.load(open(os.path.join(out, "cgprof.json")))
+timeline = profile.get("timeline", [])
+check("every sample in the timeline", len(timeline) == profile["counters"]["samples"] and len(timeline) > 1000,
+      (len(timeline), profile["counters"]))
+check("the timeline in time order", all(a[0] <= b[0] for a, b in zip(timeline, timeline[1:])))
+frames = [f["name"] for f in profile["frames"]]
+
+
+def leaf(sample):
+    return frames[profile["threads"][sample[1]]["nodes"][sample[2]][1]]
+
+
+start = timeline[0][0] if timeline else 0
+second_at = next((s[0] - start for s in timeline if leaf(s) == "Phases.second"), None)
+check("second() was sampled", second_at is not None)
+if second_at is not None:
+    before = report("--to", "%dms" % (second_at // 1_000_000 - 100))
+    check("--to before the switch: first() and no second()",
+          before.returncode == 0 and self_ms(before.stdout, "Phases.first") > 300 and
+          self_ms(before.stdout, "Phases.second") == 0, before.stdout + before.stderr)
+    after = report("--from", "%.3f" % ((second_at + 100_000_000) / 1e9))
+    check("--from after the switch: second() and no first()",
+          after.returncode == 0 and self_ms(after.stdout, "Phases.second") > 300 and
+          self_ms(after.stdout, "Phases.first") == 0, after.stdout + after.stderr)
+    whole = report()
+    check("without a window, both", self_ms(whole.stdout, "Phases.first") > 300 and
+          self_ms(whole.stdout, "Phases.second") > 300, whole.stdout)
+bad = report("--from", "2s", "--to", "1s")
+check("an empty window refused", bad.returncode == 1 and "--from must be before --to" in bad.stderr, bad.stderr)
+
+trace = json.load(open(os.path.join(out, "cgprof.trace.json")))
+check("the Chrome trace holds real samples, not a laid-out tree",
+      trace["otherData"]["synthesized"] is False, trace["otherData"])
+slices = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+firsts = [e for e in slices if e["name"] == "Phases.first"]
+seconds = [e for e in slices if e["name"] == "Phases.second"]
+check("sample slices of category 'sample'", slices and all(e["cat"] == "sample" for e in slices))
+check("first()'s slices end before second()'s begin",
+      firsts and seconds and max(e["ts"] + e["dur"] for e in firsts) <= min(e["ts"] for e in seconds) + 2000,
+      (len(firsts), len(seconds)))
+
+# A timeline past its budget, and an exact profile: no window.
+cut = os.path.join(work, "cut")
+r = run([martini, "run", "--client", "cgprof=sample=1000,trace=100,top=0", "--output", cut, "--",
+         "java", "-cp", classes, "Phases", "300"])
+cp = json.load(open(os.path.join(cut, "cgprof.json")))
+check("trace=100: 100 samples kept, the rest counted",
+      len(cp.get("timeline", [])) == 100 and cp["counters"].get("timeline_samples_not_kept", 0) > 0, cp["counters"])
+r = run([martini, "report", os.path.join(cut, "cgprof.json"), "--from", "0.1"])
+check("a window of a cut timeline refused, naming why",
+      r.returncode == 1 and "samples past its budget were not kept" in r.stderr, r.stderr)
+exact = os.path.join(work, "exact")
+r = run([martini, "run", "--client", "cgprof=counts,include=Phases.*,top=0", "--output", exact, "--",
+         "java", "-cp", classes, "Phases", "50"])
+r = run([martini, "report", os.path.join(exact, "cgprof.json"), "--to", "1s"])
+check("a window of an exact profile refused", r.returncode == 1 and "has no timeline" in r.stderr, r.stderr)
+r = run([martini, "report", os.path.join(exact, "cgprof.json"), "--lines"])
+check("--lines on a profile without lines says so", r.returncode == 0 and "has no lines" in r.stdout, r.stdout)
+
+shutil.rmtree(work, ignore_errors=True)
+sys.exit(check.finish())
