@@ -1,6 +1,7 @@
 #include "sampling.h"
 
 #include "metadata.h"
+#include "sample_clock.h"
 #include "threads.h"
 
 #include <semaphore.h>
@@ -8,7 +9,9 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
+#include <string>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -18,25 +21,48 @@ namespace martini::mono {
 namespace {
 sem_t gStop;  // wakes the delivery thread at VmShutdown
 std::timed_mutex gDrainMutex;
+std::mutex gSwitchMutex;  // a change of clock or rate: SetRate, Start, Stop
 unsigned gFrequency = 1000;
-bool gWall = false;
 bool gRateSet = false;     // a client chose the rate (IMpi::SetSamplingRate)
 bool gSamplerOwned = false;  // Mono's sampler is this module's (Decide)
+bool gStarted = false;       // Start ran (VmInit)
+// Why the threads' CPU clocks do not run in CPU mode ("" while they can): Mono's
+// sampler takes their place.
+std::string gNoClock;
 
-MonoProfilerSampleMode ModeFor(bool wall) {
-    return wall ? MONO_PROFILER_SAMPLE_MODE_REAL : MONO_PROFILER_SAMPLE_MODE_PROCESS;
+// MARTINI_SAMPLING_CLOCK=mono: Mono's own sampler in CPU mode too (to compare).
+bool MonoSamplerChosen() {
+    const char *clock = std::getenv("MARTINI_SAMPLING_CLOCK");
+    return clock != nullptr && std::strcmp(clock, "mono") == 0;
 }
 }  // namespace
 
 TResult Sampling::SetRate(unsigned hz, bool wall) {
     if (hz == 0) return MRTE_ERROR_ILLEGAL_ARGUMENT;
+    std::lock_guard lock(gSwitchMutex);
     gFrequency = hz;
-    gWall = wall;
+    wall_.store(wall, std::memory_order_relaxed);
     gRateSet = true;
-    if (gSamplerOwned && !stop_.load(std::memory_order_acquire)) {
-        mono_profiler_set_sample_mode(Vm::Handle(), ModeFor(wall), hz);
-    }
+    if (gSamplerOwned && gStarted && !stop_.load(std::memory_order_acquire)) SwitchClock();
     return MRTE_RESULT_OK;
+}
+
+// Under gSwitchMutex, once started: the clock for the mode and rate now.
+void Sampling::SwitchClock() {
+    epoch_.fetch_add(1, std::memory_order_relaxed);
+    periodNs_.store(1'000'000'000u / gFrequency, std::memory_order_relaxed);
+    monoClock_.store(!gNoClock.empty(), std::memory_order_relaxed);
+    if (!wall_.load(std::memory_order_relaxed) && gNoClock.empty()) {
+        mono_profiler_set_sample_mode(Vm::Handle(), MONO_PROFILER_SAMPLE_MODE_NONE, gFrequency);
+        if (SampleClock::Running()) SampleClock::SetRate(gFrequency);
+        else SampleClock::Start(gFrequency);
+        return;
+    }
+    SampleClock::Stop();
+    mono_profiler_set_sample_mode(Vm::Handle(), wall_.load(std::memory_order_relaxed)
+                                                    ? MONO_PROFILER_SAMPLE_MODE_REAL
+                                                    : MONO_PROFILER_SAMPLE_MODE_PROCESS,
+                                  gFrequency);
 }
 
 void Sampling::Decide(MonoProfilerHandle h) {
@@ -60,10 +86,11 @@ void Sampling::Decide(MonoProfilerHandle h) {
     cells_ = new Cell[kSlots];
     for (std::size_t i = 0; i < kSlots; ++i) cells_[i].sequence.store(i, std::memory_order_relaxed);
     sem_init(&gStop, 0, 0);
-    // PROCESS (CPU time of the process: a thread that does not run is not sampled)
-    // unless a client asked for wall-clock time.
+    // Until VmInit, Mono's sampler: PROCESS (CPU time of the process: a thread that
+    // does not run is not sampled) unless a client asked for wall-clock time.
     gSamplerOwned = true;
-    mono_profiler_set_sample_mode(h, ModeFor(gWall), gFrequency);
+    mono_profiler_set_sample_mode(h, wall_.load() ? MONO_PROFILER_SAMPLE_MODE_REAL : MONO_PROFILER_SAMPLE_MODE_PROCESS,
+                                  gFrequency);
 }
 
 void Sampling::SetCallbacks(MonoProfilerHandle h) {
@@ -78,10 +105,39 @@ mono_bool Sampling::WalkFrame(MonoMethod *m, MonoDomain *, void *, int offset, v
     return ++s->frames == kMaxFrames;
 }
 
+// In the signal handler, CPU mode: the periods of this thread's CPU time since its last
+// signal, past the one this signal stands for, are counted as missed (a timer or Mono's
+// sampler waking at the kernel's tick), never raised. Mono's sampler signals every
+// thread, running or not: a signal to a thread that used less than half a period since
+// its last one stands for no CPU time, and false says to drop it.
+bool Sampling::CountPeriods(ThreadContext &ctx) {
+    timespec now{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);  // async-signal-safe
+    const auto cpuNs = static_cast<std::uint64_t>(now.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(now.tv_nsec);
+    const std::uint32_t epoch = epoch_.load(std::memory_order_relaxed);
+    const std::uint64_t periodNs = periodNs_.load(std::memory_order_relaxed);
+    if (ctx.sampledEpoch != epoch || periodNs == 0) {  // the thread's first signal at this rate
+        ctx.sampledCpuNs = cpuNs;
+        ctx.sampledEpoch = epoch;
+    } else {
+        // sampledCpuNs: the CPU time the signals so far stood for (one period each, and
+        // the periods missed), so that the periods are counted exactly over time.
+        const std::uint64_t used = cpuNs > ctx.sampledCpuNs ? cpuNs - ctx.sampledCpuNs : 0;
+        if (monoClock_.load(std::memory_order_relaxed) && used < periodNs / 2) return false;
+        const std::uint64_t periods = used / periodNs > 1 ? used / periodNs : 1;
+        if (periods > 1) missed_.fetch_add(periods - 1, std::memory_order_relaxed);
+        ctx.sampledCpuNs += periods * periodNs;
+    }
+    signals_.fetch_add(1, std::memory_order_relaxed);
+    return true;
+}
+
 void Sampling::OnSampleHit(MonoProfiler *, const mono_byte *, const void *context) {
-    // Signal context: atomics, IE TLS, Mono's async-safe walk, sem_post. Nothing else.
-    const ThreadContext *ctx = tContext;
+    // Signal context: atomics, IE TLS, the thread's CPU clock, Mono's async-safe walk.
+    // Nothing else.
+    ThreadContext *ctx = tContext;
     if (ctx == nullptr || ctx->hidden || ctx->ended || stop_.load(std::memory_order_relaxed)) return;
+    if (!wall_.load(std::memory_order_relaxed) && !CountPeriods(*ctx)) return;
     std::size_t pos = enqueue_.load(std::memory_order_relaxed);
     Cell *cell;
     for (;;) {
@@ -187,18 +243,65 @@ void Sampling::Loop() {
 void Sampling::Start() {
     if (!wanted_) return;
     std::thread(Loop).detach();
+    std::lock_guard lock(gSwitchMutex);
+    // Mono installed its handlers in mini_init, before runtime_initialized.
+    gNoClock = MonoSamplerChosen() ? "MARTINI_SAMPLING_CLOCK=mono" : SampleClock::Find();
+    gStarted = true;
+    SwitchClock();
+}
+
+void Sampling::ThreadStarted() {
+    if (wanted_) SampleClock::ThreadStarted();
+}
+
+void Sampling::ThreadEnded() {
+    if (wanted_) SampleClock::ThreadEnded();
 }
 
 void Sampling::Stop() {
     if (!wanted_) return;
-    mono_profiler_set_sample_mode(Vm::Handle(), MONO_PROFILER_SAMPLE_MODE_NONE, 0);
-    stop_.store(true, std::memory_order_release);
+    {
+        std::lock_guard lock(gSwitchMutex);
+        SampleClock::Stop();
+        mono_profiler_set_sample_mode(Vm::Handle(), MONO_PROFILER_SAMPLE_MODE_NONE, 0);
+        stop_.store(true, std::memory_order_release);
+    }
     sem_post(&gStop);
     DrainAll();  // here, on the shutting-down thread: the delivery thread may be suspended
-    if (dropped_.load() != 0) {
-        core::LogF("%llu samples were dropped (the sample queue was full)",
-                   static_cast<unsigned long long>(dropped_.load()));
+    PrintSummary();
+}
+
+// With MARTINI_MONO_VERBOSE, one line: the samples, the clock, the signals and the
+// periods missed. Always: a full queue, and when more than 5% of the periods were missed
+// a warning with the rate asked for, the rate got and why.
+void Sampling::PrintSummary() {
+    const bool wall = wall_.load();
+    const std::uint64_t signals = signals_.load(), missed = missed_.load();
+    const std::string clock = wall                ? "Mono's sampler"
+                              : !gNoClock.empty() ? "Mono's sampler: " + gNoClock
+                                                  : SampleClock::Describe();
+    std::string line = "sampling: " + std::to_string(delivered_.load()) + " samples raised at " +
+                       std::to_string(gFrequency) + (wall ? " Hz of wall-clock time (" : " Hz of CPU time (") + clock;
+    if (!wall) line += ", " + std::to_string(signals) + " signals, " + std::to_string(missed) + " periods missed";
+    line += ")";
+    if (const char *v = std::getenv("MARTINI_MONO_VERBOSE"); v != nullptr && *v != '\0' && *v != '0') {
+        core::LogLine(line);
     }
+    if (const auto dropped = dropped_.load(); dropped != 0) {
+        core::LogF("sampling: %llu samples were dropped (the sample queue was full)",
+                   static_cast<unsigned long long>(dropped));
+    }
+    if (wall || missed == 0 || missed * 20 < signals + missed) return;
+    const auto got = static_cast<unsigned>(static_cast<double>(gFrequency) * static_cast<double>(signals) /
+                                           static_cast<double>(signals + missed));
+    const std::string why =
+        !gNoClock.empty() ? "Mono's sampler was used (" + gNoClock + "), whose thread wakes at the kernel's tick"
+                          : "the POSIX CPU timers were used (" + SampleClock::WhyTimers() +
+                                "), which fire at the kernel's tick";
+    core::LogF("sampling: warning: asked for %u Hz of CPU time, got about %u Hz: %s; %llu periods were missed and "
+               "are not counted as samples (times from samples are that much low). A lower rate (sample=%u) or "
+               "perf events (perf_event_paranoid) give true rates",
+               gFrequency, got, why.c_str(), static_cast<unsigned long long>(missed), got);
 }
 
 }  // namespace martini::mono

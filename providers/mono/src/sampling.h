@@ -1,6 +1,8 @@
-// Sampling: SampleHit from Mono's statistical sampler. Mono signals each attached
-// thread at the sampling frequency and calls sample_hit in that thread's signal
-// handler; there the sampled thread's managed stack is walked with Mono's
+// Sampling: SampleHit from Mono's profiler signal. In CPU mode each thread sends it to
+// itself at each 1/hz of its CPU time (SampleClock: a perf task-clock event, or a POSIX
+// CPU timer); in wall mode, and where SampleClock cannot find the signal, Mono's sampler
+// thread signals every attached thread at the rate. Mono's handler calls sample_hit on
+// the signalled thread; there the sampled thread's managed stack is walked with Mono's
 // async-signal-safe walker into a lock-free bounded queue (atomics only: no lock, no
 // allocation, no runtime call other than the walk). A provider thread (not attached to
 // the runtime: it makes no runtime call) takes the samples out, finds their methods in
@@ -9,9 +11,13 @@
 // comes on that thread, not the sampled one (DR_THREAD_ID names the sampled one).
 //
 // Samples of threads in native code without managed frames (blocked, idle) are dropped.
-// A full queue drops samples (counted, reported at shutdown).
+// A full queue drops samples (counted, reported at shutdown). In CPU mode the handler also
+// reads the thread's CPU clock: the periods that passed without a signal (the timers and
+// Mono's sampler wake at the kernel's tick) are counted, never raised as samples, and a
+// warning names the rate asked for and the rate got when more than 5% were missed.
 #pragma once
 
+#include "threads.h"
 #include "vm.h"
 
 #include <atomic>
@@ -25,15 +31,20 @@ public:
     static void Decide(MonoProfilerHandle h);
     static void SetCallbacks(MonoProfilerHandle h);
     static bool Wanted() { return wanted_; }
-    // IMpi::SetSamplingRate through the core: SC_CPU is Mono's PROCESS mode (the
-    // process's CPU clock), SC_WALL its REAL mode (every thread, running or not). Called
-    // from MPICL_Instantiate it sets what Decide starts Mono's sampler with; later it
-    // switches the running sampler at once.
+    // IMpi::SetSamplingRate through the core: SC_CPU is each thread's CPU clock
+    // (SampleClock; Mono's PROCESS mode where that cannot run), SC_WALL Mono's REAL mode
+    // (every thread, running or not). Called from MPICL_Instantiate it sets what Decide
+    // and Start begin with; later it switches the running sampler at once.
     static TResult SetRate(unsigned hz, bool wall);
-    // VmInit: the delivery thread starts.
+    // VmInit: the delivery thread starts; in CPU mode the threads' clocks replace Mono's
+    // sampler.
     static void Start();
-    // VmShutdown: the sampler stops and what is queued is delivered (on this thread).
+    // VmShutdown: the sampler stops and what is queued is delivered (on this thread); a
+    // summary, and the warning when the rate was not met.
     static void Stop();
+    // Mono's thread_started and thread_stopped, on the thread itself (Threads).
+    static void ThreadStarted();
+    static void ThreadEnded();
 
 private:
     static constexpr unsigned kMaxFrames = 64;
@@ -56,6 +67,9 @@ private:
     static void Deliver(const Sample &s);
     static void DrainAll();
     static void Loop();
+    static void SwitchClock();
+    static bool CountPeriods(ThreadContext &ctx);
+    static void PrintSummary();
 
     static inline bool wanted_ = false;
     static inline Cell *cells_ = nullptr;
@@ -63,6 +77,14 @@ private:
     static inline std::size_t dequeue_ = 0;  // the consumer's (one at a time, drainMutex_)
     static inline std::atomic<bool> stop_{false};
     static inline std::atomic<std::uint64_t> dropped_{0}, delivered_{0}, unknownFrames_{0};
+    // CPU mode: signals taken on the module's threads, periods that passed without one.
+    static inline std::atomic<std::uint64_t> signals_{0}, missed_{0};
+    static inline std::atomic<bool> wall_{false};
+    static inline std::atomic<bool> monoClock_{false};  // CPU mode on Mono's sampler (SampleClock could not run)
+    // Changed at every switch of clock or rate: a thread's CPU time read before is not
+    // compared with one read after (ThreadContext::sampledEpoch).
+    static inline std::atomic<std::uint32_t> epoch_{1};
+    static inline std::atomic<std::uint64_t> periodNs_{1'000'000};  // of the rate now
 };
 
 }  // namespace martini::mono

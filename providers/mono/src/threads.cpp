@@ -1,6 +1,7 @@
 #include "threads.h"
 
 #include "calls.h"
+#include "sampling.h"
 
 #include <pthread.h>
 
@@ -89,6 +90,7 @@ void Threads::OnStarted(MonoProfiler *, uintptr_t tid) {
     // Raised on the new thread itself (threads.c), also for threads that attach. Its
     // ThreadStart waits for the name Mono raises next when the program named the
     // thread before starting it, or for the thread's first event.
+    if (!tAttachingOwn) Sampling::ThreadStarted();  // its CPU clock, in CPU mode
     if (tContext != nullptr || Pending() != nullptr) return;
     if (tAttachingOwn) return;  // AttachOwnThread sets the context
     Make(tid, false);
@@ -118,6 +120,7 @@ void Threads::End(ThreadContext &ctx) {
 void Threads::OnStopped(MonoProfiler *, uintptr_t) {
     // On the exiting thread itself. The context stays (a late callback on this thread
     // finds it ended); its stack memory goes.
+    Sampling::ThreadEnded();
     ThreadContext *ctx = tContext;
     if (ctx == nullptr) {
         ctx = Pending();  // a thread with no event at all: its ThreadStart, then its end

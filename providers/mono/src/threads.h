@@ -36,6 +36,10 @@ struct ThreadContext {
     // The monitor of the MonitorWait raised on this thread, until its MonitorWaited.
     TId waitObject = 0, waitClass = 0;
     ClientMask waitInterest = 0;
+    // CPU mode: the thread's CPU time its sample signals stood for, and the sampler's
+    // epoch then (Sampling, in the signal handler on this thread).
+    std::uint64_t sampledCpuNs = 0;
+    std::uint32_t sampledEpoch = 0;
     bool hidden = false;  // the provider's own thread: no events
     bool started = false;  // ThreadStart raised (or queued)
     bool ended = false;

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# CPU sampling on Mono at the rate asked for (cgprof=sample=HZ on Busy.exe, whose main
+# thread burns 1200 ms of its own CPU time in Busy.Program.Burn while another sleeps):
+#   - perf events: at 1 kHz Burn has at least 900 stacks per second of its CPU time
+#     (1080 for 1200 ms), at 200 Hz at least 180 per second; the sleeping thread none;
+#   - POSIX CPU timers (MARTINI_SAMPLING_CLOCK=timer, or perf events refused) and
+#     Mono's own sampler (MARTINI_SAMPLING_CLOCK=mono) fire at the kernel's tick: at
+#     1 kHz the periods they miss are not raised as samples (Burn well under 1080) and a
+#     warning names the rate asked for, the rate got and why.
+# usage: sampling_test.sh MODULE_DIR BUILD_ROOT BUSY_EXE [NO_PERF_SHIM]
+set -uo pipefail
+moddir=$1 build=$2 busy=$3 noperf=${4:-}
+cgprof=$build/clients/cgprof/libcgprof.so
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export LD_LIBRARY_PATH="$moddir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+source "$(dirname "$0")/../../../tests/checks.sh"
+
+run() {  # run NAME CGPROF_OPTIONS: cgprof.json in $work/NAME, stderr in $work/NAME.err
+  mkdir -p "$work/$1"
+  MARTINI_MONO_VERBOSE=1 mono --debug --profile="martini:$cgprof=$2,top=0,formats=json,out=$work/$1" \
+    "$busy" 1200 >"$work/$1.out" 2>"$work/$1.err" || fail "$1: Busy.exe under cgprof=$2: $(tail -3 "$work/$1.err")"
+}
+# stacks NAME: "<stacks through Busy.Program.Burn> <stacks of the sleeping thread> <Burn's CPU ms>"
+stacks() {
+  python3 - "$work/$1/cgprof.json" "$(sed -n 's/^BURN_CPU_NS //p' "$work/$1.out")" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+nodes, frames = p["merged"]["nodes"], p["frames"]
+k = [m["name"] for m in p["metrics"]].index("samples")
+def through(i, name):
+    while i > 0:
+        if frames[nodes[i][1]]["name"] == name: return True
+        i = nodes[i][0]
+    return False
+burn = sum(nodes[i][2 + k] for i in range(1, len(nodes)) if through(i, "Busy.Program.Burn"))
+sleeper = sum(nodes[i][2 + k] for i in range(1, len(nodes)) if through(i, "System.Threading.Thread.Sleep"))
+print(burn, sleeper, int(sys.argv[2]) // 1000000)
+PY
+}
+line() { grep "martini: sampling: [0-9]* samples" "$work/$1.err"; }
+
+# --- perf events: true rates ---------------------------------------------------------------
+run cpu-1k sample=1000
+read -r burn sleeper ms <<<"$(stacks cpu-1k)"
+if line cpu-1k | grep -q "(perf task-clock, "; then
+  [ "$burn" -ge $((ms * 9 / 10)) ] && ok ||
+    fail "1 kHz with perf events: Burn has $burn stacks for $ms ms of CPU (at least $((ms * 9 / 10)) wanted)"
+  [ "$sleeper" = 0 ] && ok || fail "1 kHz of CPU time: the sleeping thread has $sleeper stacks"
+  grep -q "sampling: warning" "$work/cpu-1k.err" && fail "a warning with perf events: $(cat "$work/cpu-1k.err")" || ok
+  run cpu-200 sample=200
+  read -r burn _ ms <<<"$(stacks cpu-200)"
+  [ "$burn" -ge $((ms * 18 / 100)) ] && [ "$burn" -le $((ms * 22 / 100)) ] && ok ||
+    fail "200 Hz with perf events: Burn has $burn stacks for $ms ms of CPU (about $((ms / 5)) wanted)"
+elif line cpu-1k | grep -q "(POSIX CPU timers, perf_event_open refused"; then
+  echo "note: perf events refused here: $(line cpu-1k)"
+else
+  fail "1 kHz: no sampling line naming the clock: $(cat "$work/cpu-1k.err")"
+fi
+
+# --- the clocks that fire at the kernel's tick: missed periods counted, not raised, said ---
+tick_ok() {  # tick_ok NAME WHY: Burn well under its CPU time, and the warning with WHY
+  local burn sleeper ms
+  read -r burn sleeper ms <<<"$(stacks "$1")"
+  [ "${burn:-0}" -gt 0 ] && [ "$burn" -lt $((ms * 9 / 10)) ] && ok ||
+    fail "$1: Burn has $burn stacks for $ms ms of CPU: the periods missed were raised as samples?"
+  grep -q "martini: sampling: warning: asked for 1000 Hz of CPU time, got about [0-9]* Hz: $2" "$work/$1.err" && ok ||
+    fail "$1: no warning naming the rate got and why: $(cat "$work/$1.err")"
+}
+MARTINI_SAMPLING_CLOCK=timer run cpu-timer sample=1000
+tick_ok cpu-timer "the POSIX CPU timers were used (MARTINI_SAMPLING_CLOCK=timer)"
+MARTINI_SAMPLING_CLOCK=mono run cpu-mono sample=1000
+tick_ok cpu-mono "Mono's sampler was used (MARTINI_SAMPLING_CLOCK=mono)"
+if [ -n "$noperf" ]; then
+  LD_PRELOAD=$noperf run cpu-noperf sample=1000
+  tick_ok cpu-noperf "the POSIX CPU timers were used (perf_event_open refused, Permission denied)"
+fi
+
+finish
