@@ -12,7 +12,8 @@
 //   heap.h           Heap: ObjectAlloc, GcStart/End, GcMovedReferences, RunGc, objects
 //   monitors.h       Monitors: contended enter/entered, MonitorWait/Waited, interactions
 //   compiled_code.h  CompiledCode: JittedMethodLoaded, DynamicCodeGenerated, code by address
-//   sampling.h       Sampling: SampleHit from Mono's sampler, through a lock-free buffer
+//   sampling.h       Sampling: SampleHit from Mono's profiler signal, through a lock-free buffer
+//   sample_clock.h   SampleClock: CPU mode's per-thread clocks (perf task-clock, CPU timers)
 //   coverage.h       Coverage: block counts through Mono's coverage instrumentation
 //   module.cpp       the entry point and the lifecycle (VmInit, VmShutdown, atexit)
 #pragma once
