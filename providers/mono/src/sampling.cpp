@@ -19,6 +19,11 @@
 namespace martini::mono {
 
 namespace {
+// The calling thread's context from its thread_started on, for the signal handler: the
+// thread's tContext is set only with its ThreadStart, at its name or first other event
+// (a thread that only computes raises none). Initial-exec, as tContext (threads.h).
+constinit thread_local ThreadContext *tSampled __attribute__((tls_model("initial-exec"))) = nullptr;
+
 sem_t gStop;  // wakes the delivery thread at VmShutdown
 std::timed_mutex gDrainMutex;
 std::mutex gSwitchMutex;  // a change of clock or rate: SetRate, Start, Stop
@@ -135,7 +140,7 @@ bool Sampling::CountPeriods(ThreadContext &ctx) {
 void Sampling::OnSampleHit(MonoProfiler *, const mono_byte *, const void *context) {
     // Signal context: atomics, IE TLS, the thread's CPU clock, Mono's async-safe walk.
     // Nothing else.
-    ThreadContext *ctx = tContext;
+    ThreadContext *ctx = tContext != nullptr ? tContext : tSampled;
     if (ctx == nullptr || ctx->hidden || ctx->ended || stop_.load(std::memory_order_relaxed)) return;
     if (!wall_.load(std::memory_order_relaxed) && !CountPeriods(*ctx)) return;
     std::size_t pos = enqueue_.load(std::memory_order_relaxed);
@@ -250,8 +255,10 @@ void Sampling::Start() {
     SwitchClock();
 }
 
-void Sampling::ThreadStarted() {
-    if (wanted_) SampleClock::ThreadStarted();
+void Sampling::ThreadStarted(ThreadContext &ctx) {
+    if (!wanted_) return;
+    tSampled = &ctx;
+    SampleClock::ThreadStarted();
 }
 
 void Sampling::ThreadEnded() {

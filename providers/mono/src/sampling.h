@@ -42,8 +42,10 @@ public:
     // VmShutdown: the sampler stops and what is queued is delivered (on this thread); a
     // summary, and the warning when the rate was not met.
     static void Stop();
-    // Mono's thread_started and thread_stopped, on the thread itself (Threads).
-    static void ThreadStarted();
+    // Mono's thread_started and thread_stopped, on the thread itself (Threads). From
+    // ThreadStarted on, the thread's samples are taken, also before its ThreadStart
+    // (which waits for its name or its first other event).
+    static void ThreadStarted(ThreadContext &ctx);
     static void ThreadEnded();
 
 private:

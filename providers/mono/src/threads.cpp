@@ -90,10 +90,10 @@ void Threads::OnStarted(MonoProfiler *, uintptr_t tid) {
     // Raised on the new thread itself (threads.c), also for threads that attach. Its
     // ThreadStart waits for the name Mono raises next when the program named the
     // thread before starting it, or for the thread's first event.
-    if (!tAttachingOwn) Sampling::ThreadStarted();  // its CPU clock, in CPU mode
-    if (tContext != nullptr || Pending() != nullptr) return;
     if (tAttachingOwn) return;  // AttachOwnThread sets the context
-    Make(tid, false);
+    ThreadContext *ctx = tContext != nullptr ? tContext : Pending();
+    if (ctx == nullptr) ctx = Make(tid, false);
+    Sampling::ThreadStarted(*ctx);  // its CPU clock, in CPU mode, and its samples
 }
 
 void Threads::End(ThreadContext &ctx) {

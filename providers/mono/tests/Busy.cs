@@ -1,6 +1,8 @@
 // The Mono sampling test's program: Burn keeps the main thread busy for a given amount of
-// its own CPU time (read from the thread's CPU clock, whatever else the machine does)
-// while a second thread sleeps; prints "BURN_CPU_NS <ns used in Burn>".
+// its own CPU time (read from the thread's CPU clock, whatever else the machine does),
+// and a thread started by the program (which raises no other event) through BurnOnThread
+// for the same time, while a third thread sleeps. Prints "BURN_CPU_NS <main's ns in
+// Burn> <the started thread's ns in Burn>".
 using System;
 using System.Runtime.InteropServices;
 using System.Threading;
@@ -32,16 +34,28 @@ namespace Busy
             return s;
         }
 
+        static long threadUsed;
+
+        static void BurnOnThread(long ns)
+        {
+            long before = ThreadCpuNs();
+            Burn(ns);
+            threadUsed = ThreadCpuNs() - before;
+        }
+
         static int Main(string[] args)
         {
             long ms = args.Length > 0 ? long.Parse(args[0]) : 1200;
             var sleeper = new Thread(() => Thread.Sleep((int)ms));
+            var burner = new Thread(() => BurnOnThread(ms * 1000000L));
             sleeper.Start();
+            burner.Start();
             long before = ThreadCpuNs();
             double sum = Burn(ms * 1000000L);
             long used = ThreadCpuNs() - before;
             sleeper.Join();
-            Console.WriteLine("BURN_CPU_NS {0}", sum > 0 ? used : 0);
+            burner.Join();
+            Console.WriteLine("BURN_CPU_NS {0} {1}", sum > 0 ? used : 0, threadUsed);
             return 0;
         }
     }

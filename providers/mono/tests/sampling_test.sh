@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # CPU sampling on Mono at the rate asked for (cgprof=sample=HZ on Busy.exe, whose main
-# thread burns 1200 ms of its own CPU time in Busy.Program.Burn while another sleeps):
+# thread and a thread it starts each burn 1200 ms of their own CPU time in
+# Busy.Program.Burn while a third sleeps):
 #   - perf events: at 1 kHz Burn has at least 900 stacks per second of its CPU time
-#     (1080 for 1200 ms), at 200 Hz at least 180 per second; the sleeping thread none;
+#     (2160 for 2400 ms), and so has the started thread alone (1080, through
+#     BurnOnThread); at 200 Hz about 200 per second; the sleeping thread none;
 #   - POSIX CPU timers (MARTINI_SAMPLING_CLOCK=timer, or perf events refused) and
 #     Mono's own sampler (MARTINI_SAMPLING_CLOCK=mono) fire at the kernel's tick: at
 #     1 kHz the periods they miss are not raised as samples (Burn well under 1080) and a
@@ -21,9 +23,10 @@ run() {  # run NAME CGPROF_OPTIONS: cgprof.json in $work/NAME, stderr in $work/N
   MARTINI_MONO_VERBOSE=1 mono --debug --profile="martini:$cgprof=$2,top=0,formats=json,out=$work/$1" \
     "$busy" 1200 >"$work/$1.out" 2>"$work/$1.err" || fail "$1: Busy.exe under cgprof=$2: $(tail -3 "$work/$1.err")"
 }
-# stacks NAME: "<stacks through Busy.Program.Burn> <stacks of the sleeping thread> <Burn's CPU ms>"
+# stacks NAME: "<stacks through Busy.Program.Burn> <stacks of the sleeping thread> <Burn's CPU ms>
+# <stacks through BurnOnThread> <the started thread's CPU ms>"
 stacks() {
-  python3 - "$work/$1/cgprof.json" "$(sed -n 's/^BURN_CPU_NS //p' "$work/$1.out")" <<'PY'
+  python3 - "$work/$1/cgprof.json" $(sed -n 's/^BURN_CPU_NS //p' "$work/$1.out") <<'PY'
 import json, sys
 p = json.load(open(sys.argv[1]))
 nodes, frames = p["merged"]["nodes"], p["frames"]
@@ -35,21 +38,25 @@ def through(i, name):
     return False
 burn = sum(nodes[i][2 + k] for i in range(1, len(nodes)) if through(i, "Busy.Program.Burn"))
 sleeper = sum(nodes[i][2 + k] for i in range(1, len(nodes)) if through(i, "System.Threading.Thread.Sleep"))
-print(burn, sleeper, int(sys.argv[2]) // 1000000)
+started = sum(nodes[i][2 + k] for i in range(1, len(nodes)) if through(i, "Busy.Program.BurnOnThread"))
+main_ns, thread_ns = int(sys.argv[2]), int(sys.argv[3])
+print(burn, sleeper, (main_ns + thread_ns) // 1000000, started, thread_ns // 1000000)
 PY
 }
 line() { grep "martini: sampling: [0-9]* samples" "$work/$1.err"; }
 
 # --- perf events: true rates ---------------------------------------------------------------
 run cpu-1k sample=1000
-read -r burn sleeper ms <<<"$(stacks cpu-1k)"
+read -r burn sleeper ms started started_ms <<<"$(stacks cpu-1k)"
 if line cpu-1k | grep -q "(perf task-clock, "; then
   [ "$burn" -ge $((ms * 9 / 10)) ] && ok ||
     fail "1 kHz with perf events: Burn has $burn stacks for $ms ms of CPU (at least $((ms * 9 / 10)) wanted)"
+  [ "$started" -ge $((started_ms * 9 / 10)) ] && ok ||
+    fail "1 kHz: the started thread has $started stacks for $started_ms ms of CPU (at least $((started_ms * 9 / 10)) wanted)"
   [ "$sleeper" = 0 ] && ok || fail "1 kHz of CPU time: the sleeping thread has $sleeper stacks"
   grep -q "sampling: warning" "$work/cpu-1k.err" && fail "a warning with perf events: $(cat "$work/cpu-1k.err")" || ok
   run cpu-200 sample=200
-  read -r burn _ ms <<<"$(stacks cpu-200)"
+  read -r burn _ ms _ _ <<<"$(stacks cpu-200)"
   [ "$burn" -ge $((ms * 18 / 100)) ] && [ "$burn" -le $((ms * 22 / 100)) ] && ok ||
     fail "200 Hz with perf events: Burn has $burn stacks for $ms ms of CPU (about $((ms / 5)) wanted)"
 elif line cpu-1k | grep -q "(POSIX CPU timers, perf_event_open refused"; then
@@ -61,7 +68,7 @@ fi
 # --- the clocks that fire at the kernel's tick: missed periods counted, not raised, said ---
 tick_ok() {  # tick_ok NAME WHY: Burn well under its CPU time, and the warning with WHY
   local burn sleeper ms
-  read -r burn sleeper ms <<<"$(stacks "$1")"
+  read -r burn sleeper ms _ _ <<<"$(stacks "$1")"
   [ "${burn:-0}" -gt 0 ] && [ "$burn" -lt $((ms * 9 / 10)) ] && ok ||
     fail "$1: Burn has $burn stacks for $ms ms of CPU: the periods missed were raised as samples?"
   grep -q "martini: sampling: warning: asked for 1000 Hz of CPU time, got about [0-9]* Hz: $2" "$work/$1.err" && ok ||
