@@ -8,10 +8,13 @@
 #   - POSIX CPU timers (MARTINI_SAMPLING_CLOCK=timer, or perf events refused) and
 #     Mono's own sampler (MARTINI_SAMPLING_CLOCK=mono) fire at the kernel's tick: at
 #     1 kHz the periods they miss are not raised as samples (Burn well under 1080) and a
-#     warning names the rate asked for, the rate got and why.
-# usage: sampling_test.sh MODULE_DIR BUILD_ROOT BUSY_EXE [NO_PERF_SHIM]
+#     warning names the rate asked for, the rate got and why;
+#   - a rate a client raises from its SampleHit handler while sampling runs (the JVM
+#     agent's tests/rate_client.cpp: 50 Hz, then 400 Hz and one more at every sample)
+#     is taken at once, and the run ends (no deadlock with the stop).
+# usage: sampling_test.sh MODULE_DIR BUILD_ROOT BUSY_EXE [NO_PERF_SHIM [RATE_CLIENT]] ('' for none)
 set -uo pipefail
-moddir=$1 build=$2 busy=$3 noperf=${4:-}
+moddir=$1 build=$2 busy=$3 noperf=${4:-} rateclient=${5:-}
 cgprof=$build/clients/cgprof/libcgprof.so
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -81,6 +84,19 @@ tick_ok cpu-mono "Mono's sampler was used (MARTINI_SAMPLING_CLOCK=mono)"
 if [ -n "$noperf" ]; then
   LD_PRELOAD=$noperf run cpu-noperf sample=1000
   tick_ok cpu-noperf "the POSIX CPU timers were used (perf_event_open refused, Permission denied)"
+fi
+
+if [ -n "$rateclient" ] && line cpu-1k | grep -q "(perf task-clock, "; then
+  timeout -k 5 120 mono --debug --profile="martini:$rateclient=$work/rate.txt,50,400" "$busy" 1500 \
+    >"$work/rate.out" 2>"$work/rate.err"
+  rc=$?
+  [ $rc = 0 ] && grep -q "^raise 0$" "$work/rate.txt" && ok ||
+    fail "rate raised from SampleHit: exit $rc$( { [ $rc = 124 ] || [ $rc = 137 ]; } && echo ", hung"), $(tr '\n' ' ' <"$work/rate.txt" 2>/dev/null)"
+  # phase SAMPLES SPAN_NS, before the raise and after
+  read -r r0 r1 < <(awk '$1 == "phase" { r[n++] = $3 > 0 ? ($2 - 1) * 1e9 / $3 : 0 } END { print r[0] + 0, r[1] + 0 }' \
+    "$work/rate.txt" 2>/dev/null)
+  awk -v a="${r0:-0}" -v b="${r1:-0}" 'BEGIN { exit !(a > 10 && b > 4 * a) }' && ok ||
+    fail "rate raised from SampleHit: ${r0:-?} samples/s at 50 Hz, then ${r1:-?} samples/s at 400+ Hz"
 fi
 
 finish
