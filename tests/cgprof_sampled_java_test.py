@@ -128,6 +128,32 @@ check("first()'s slices end before second()'s begin",
       firsts and seconds and max(e["ts"] + e["dur"] for e in firsts) <= min(e["ts"] for e in seconds) + 2000,
       (len(firsts), len(seconds)))
 
+# Continuous profiling: --interval writes one profile per interval, each holding only
+# its own samples; together with the profile at the end they are every sample raised.
+iv = os.path.join(work, "intervals")
+r = run([martini, "run", "--interval", "500ms", "--client", "cgprof=sample=1000,top=0", "--output", iv, "--",
+         "java", "-cp", classes, "Phases", "1000"])
+log = r.stdout + r.stderr
+numbers = sorted(int(m) for m in re.findall(r"cgprof-(\d+)\.json", " ".join(os.listdir(iv))))
+check("--interval 500ms: an interval profile every half second (cgprof-1.json, ...)",
+      r.returncode == 0 and len(numbers) >= 3 and numbers == list(range(1, len(numbers) + 1)), (numbers, log))
+parts = [json.load(open(os.path.join(iv, f"cgprof-{n}.json"))) for n in numbers]
+parts.append(json.load(open(os.path.join(iv, "cgprof.json"))))
+raised = re.search(r"sampling: (\d+) samples raised", log)
+total = sum(p["counters"]["samples"] for p in parts)
+check("the intervals and the end hold every sample raised, none twice",
+      raised is not None and total == int(raised.group(1)), (total, raised and raised.group(0)))
+spans = [(p["timeline"][0][0], p["timeline"][-1][0]) for p in parts if p.get("timeline")]
+check("each interval holds only its own time", len(spans) == len(parts) and
+      all(a[1] < b[0] for a, b in zip(spans, spans[1:])) and
+      all((b - a) < 700_000_000 for a, b in spans), spans)
+check("cgprof says where the end profile starts", "since interval point %d" % len(numbers) in log, log)
+r = run([martini, "run", "--interval", "soon", "--", "java", "-cp", classes, "Phases", "1"])
+check("a bad --interval refused", r.returncode == 1 and "--interval 'soon' is not a time" in r.stderr, r.stderr)
+r = run([martini, "run", "--interval", "1s", "--", "mono", "nothing.exe"])
+check("--interval under Mono refused before the start, naming why",
+      r.returncode == 1 and "the Mono module starts no control channel" in r.stderr, r.stderr)
+
 # A timeline past its budget, and an exact profile: no window.
 cut = os.path.join(work, "cut")
 r = run([martini, "run", "--client", "cgprof=sample=1000,trace=100,top=0", "--output", cut, "--",

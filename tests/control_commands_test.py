@@ -2,7 +2,8 @@
 """Every `martini control` command end to end on a JVM under `martini run`, with cgprof,
 heapprof, threadprof and a client written to the MPI document (tests/control/ec_client.cpp, which logs
 every external-control event it gets): per-thread pause and resume (by name), a named
-sample point, global pause and resume, a new output directory, a custom command and
+sample point, an interval point (cgprof's exact mode, heapprof and threadprof say they keep
+none), global pause and resume, a new output directory, a custom command and
 terminate. tests/control/Workers.java runs phases with known call counts on two
 threads, so what cgprof counted is known exactly. Also: bad commands, unknown
 threads, unknown processes, a process without Martini.
@@ -80,6 +81,8 @@ try:
     check("resume it", r.returncode == 0, r.stderr)
     r = control("sample", "after-b")
     check("a named sample point", r.returncode == 0 and "sample after-b" in r.stderr, r.stderr)
+    r = control("interval", "i1")
+    check("an interval point", r.returncode == 0 and "interval i1" in r.stderr, r.stderr)
     r = control("pause")
     check("pause every thread", r.returncode == 0, r.stderr)
     phase(3)  # c(): counted nowhere
@@ -103,6 +106,10 @@ finally:
         proc.kill()
 check("the program ran to its end", proc.returncode == 0 and any(p.startswith("end ") for p in printed), f"status {proc.returncode}\n" +
       "\n".join(printed) + err)
+check("clients without intervals say so at an interval point and write nothing",
+      all(f"{tool}: interval point 'i1' not written: {tool} keeps no intervals" in err
+          for tool in ("cgprof", "heapprof", "threadprof")) and
+      not any("-i1." in f for f in os.listdir(out)), err)
 
 
 def calls(path):
@@ -160,7 +167,7 @@ events = [line.rstrip("\n") for line in open(log)]
 tid = next((e.split()[2].strip("[]") for e in events if e.startswith("EcCustomCommand 2 ")), "?")
 expected = ["Instantiate", f"EcSetOutputDirectory {os.path.realpath(out)}",
             f"EcCustomCommand 2 [{tid}] thread worker-b", f"EcCustomCommand 3 [{tid}] thread worker-b",
-            "EcCustomCommand 1 [after-b]", "EcStop", "EcStart", f"EcSetOutputDirectory {os.path.realpath(out2)}",
+            "EcCustomCommand 1 [after-b]", "EcCustomCommand 4 [i1]", "EcStop", "EcStart", f"EcSetOutputDirectory {os.path.realpath(out2)}",
             "EcCustomCommand 300 [hello world]", "EcDetach", "VmShutdown"]
 check("the MPI-document client saw every command, in order", events == expected,
       "\n".join(events) + "\n--- expected\n" + "\n".join(expected))

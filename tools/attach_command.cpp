@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "attach.h"
 #include "common.h"
+#include "intervals.h"
 #include "runtimes.h"
 
 #include <signal.h>
@@ -19,6 +20,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <optional>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -37,7 +39,7 @@ namespace martini::tools {
 namespace {
 
 const char kAttachUsage[] =
-    "usage: martini attach PID [--client NAME[=OPTIONS]]... [--duration TIME] [--output DIR]";
+    "usage: martini attach PID [--client NAME[=OPTIONS]]... [--duration TIME] [--interval TIME] [--output DIR]";
 const char kAttachDescription[] =
     "Loads Martini into the running JVM PID (HotSpot's dynamic attach; no JDK tool is\n"
     "needed), profiles it with the clients for TIME (30s, 500ms, 2m; default: until\n"
@@ -47,25 +49,6 @@ const char kAttachDescription[] =
     "yours (or run as root), see the agent, the clients and DIR at the same paths, and\n"
     "not be started with -XX:+DisableAttachMechanism.";
 
-// "30s", "500ms", "2m", "1h", or seconds; -1 when not a time.
-long long ParseDurationMs(const std::string &text) {
-    std::size_t used = 0;
-    double value = 0;
-    try {
-        value = std::stod(text, &used);
-    } catch (...) {
-        return -1;
-    }
-    const std::string unit = text.substr(used);
-    double scale = 0;
-    if (unit.empty() || unit == "s") scale = 1000;
-    else if (unit == "ms") scale = 1;
-    else if (unit == "m" || unit == "min") scale = 60000;
-    else if (unit == "h") scale = 3600000;
-    if (scale == 0 || !(value > 0) || value * scale > 1e12) return -1;
-    return static_cast<long long>(value * scale);
-}
-
 volatile sig_atomic_t gStopAttach = 0;
 void StopAttach(int sig) { gStopAttach = sig; }
 
@@ -74,6 +57,8 @@ struct AttachRequest {
     long pid = 0;
     std::string duration;  // as given ("30s"), "" for until Ctrl-C
     long long durationMs = 0;
+    std::string interval;  // as given ("60s"), "" for none
+    long long intervalMs = 0;
     std::string output = "martini-out";
     std::vector<core::ClientSpec> specs;  // resolved
 };
@@ -92,11 +77,18 @@ int ParseAttach(int argc, char **argv, AttachRequest &request) {
         ->type_name("TIME");
     app.add_option("--output", request.output, "where clients write their files (default: ./martini-out)")
         ->type_name("DIR");
+    app.add_option("--interval", request.interval,
+                   "continuous profiling: an interval point every TIME, each client that keeps\n"
+                   "intervals writing <name>-N.* with only that interval (60s, 500ms, 2m)")
+        ->type_name("TIME");
     if (const int code = Parse(app, argc - 1, argv + 1); code >= 0) return code;
     request.pid = ParsePid(pidText);
     if (request.pid == 0) return Fail("attach: '" + pidText + "' is not a process id");
     if (!request.duration.empty() && (request.durationMs = ParseDurationMs(request.duration)) < 0) {
         return Fail("attach: --duration '" + request.duration + "' is not a time (30s, 500ms, 2m)");
+    }
+    if (!request.interval.empty() && (request.intervalMs = ParseDurationMs(request.interval)) < 0) {
+        return Fail("attach: --interval '" + request.interval + "' is not a time (60s, 500ms, 2m)");
     }
     if (std::string e = ParseClients(clientOptions, request.specs); !e.empty()) return Fail("attach: " + e);
     if (std::string e = ResolveClients(request.specs); !e.empty()) return Fail("attach: " + e);
@@ -135,6 +127,8 @@ bool ProfileUntilDone(const AttachRequest &request) {
     std::fprintf(stderr, "martini: profiling process %ld %s\n", request.pid,
                  request.durationMs > 0 ? ("for " + request.duration).c_str() : "until Ctrl-C");
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(request.durationMs);
+    std::optional<IntervalPoints> intervals;
+    if (request.intervalMs > 0) intervals.emplace(request.pid, request.intervalMs);
     while (gStopAttach == 0 && (request.durationMs == 0 || std::chrono::steady_clock::now() < deadline)) {
         if (::kill(static_cast<pid_t>(request.pid), 0) != 0 && errno == ESRCH) return true;
         ::usleep(20000);

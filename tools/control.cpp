@@ -3,6 +3,7 @@
 //
 //   martini control PID pause|resume [--thread ID|NAME]
 //   martini control PID sample NAME
+//   martini control PID interval NAME
 //   martini control PID terminate|detach
 //   martini control PID output DIR
 //   martini control PID custom ID [DATA]
@@ -30,6 +31,7 @@ namespace {
 const char kControlUsage[] =
     "usage: martini control PID pause|resume [--thread ID|NAME]\n"
     "       martini control PID sample NAME\n"
+    "       martini control PID interval NAME\n"
     "       martini control PID terminate|detach\n"
     "       martini control PID output DIR\n"
     "       martini control PID custom ID [DATA]\n"
@@ -42,6 +44,9 @@ const char kControlDescription[] =
     "  pause --thread T       EcCustomCommand 2 (resume: 3), the thread's id as data\n"
     "  sample NAME            EcCustomCommand 1: each client writes what it has so far,\n"
     "                         labelled NAME, and goes on\n"
+    "  interval NAME          EcCustomCommand 4: each client that keeps intervals writes\n"
+    "                         what it collected since the previous interval point,\n"
+    "                         labelled NAME, and starts the next interval afresh\n"
     "  terminate, detach      EcDetach, then VmShutdown: the clients write their outputs;\n"
     "                         the program runs on without Martini (a JVM gets its\n"
     "                         original classes back, and can be attached to again)\n"
@@ -80,8 +85,8 @@ int Control(int argc, char **argv) {
     if (pauseResume || command == "start" || command == "stop" || command == "terminate" || command == "detach") {
         if (!args.empty()) return usage("'" + command + "' takes no argument");
         if (!thread.empty()) words = {command + "-thread", thread};
-    } else if (command == "sample") {
-        if (args.size() != 1) return usage("'sample' takes one name");
+    } else if (command == "sample" || command == "interval") {
+        if (args.size() != 1) return usage("'" + command + "' takes one name");
         words.push_back(args[0]);
     } else if (command == "output") {
         if (args.size() != 1) return usage("'output' takes one directory");

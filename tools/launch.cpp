@@ -5,6 +5,7 @@
 // configuration) is made and checked while nothing runs yet; martini then writes the
 // command into the gate, or closes it empty and the program never starts.
 #include "launch.h"
+#include "intervals.h"
 
 #include "martini/clients/expand.h"
 #include "martini/core/status.h"
@@ -19,6 +20,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <optional>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -268,7 +270,11 @@ int Launch(const LaunchPlan &plan, const std::vector<core::ClientSpec> &specs, c
     std::string outDir;
     const std::string problem = PrepareProgram(plan, outputOption, child, startTime, gate[1], outDir);
     int status = 0;
-    while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    {
+        std::optional<IntervalPoints> intervals;
+        if (problem.empty() && plan.intervalMs > 0) intervals.emplace(child, plan.intervalMs);
+        while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+        }
     }
     gProgram = 0;
     if (!problem.empty()) {

@@ -26,6 +26,7 @@ struct LaunchPlan {
     std::string provider;      // what loads the clients, for "PROVIDER did not start"
     std::string notStarted;    // said instead when no provider started, if not empty
     bool readsJvmErrorLog = false;  // a failed exit may be a crash: name the client in hs_err
+    long long intervalMs = 0;       // > 0: an interval point this often (intervals.h)
     // Builds the command for the output directory (absolute, %p and %t expanded); "" or
     // why the program cannot start. Runs in martini, after the status file is named in
     // $MARTINI_STATUS_FILE (its directory is martini's own temporary one, where

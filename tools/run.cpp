@@ -1,6 +1,6 @@
 // martini run: runs a program under Martini with profiler clients.
 //
-//   martini run [--client NAME[=OPTIONS]]... [--output DIR] -- java ARGS...
+//   martini run [--client NAME[=OPTIONS]]... [--output DIR] [--interval TIME] -- java ARGS...
 //   martini run [--client NAME[=OPTIONS]]... [--output DIR] [--keep-aot] -- mono PROGRAM.exe ARGS...
 //   martini run [--client NAME[=OPTIONS]]... [--output DIR] -- lua SCRIPT ARGS...
 //   martini run [--client NAME[=OPTIONS]]... [--output DIR] -- COMMAND ARGS...   (ant, mvn, run.sh)
@@ -13,6 +13,7 @@
 // status handshake, run_status.h); 1 when the program could not be started.
 #include "cli.h"
 #include "common.h"
+#include "intervals.h"
 #include "launch.h"
 #include "runtimes.h"
 #include "tools.h"
@@ -84,7 +85,7 @@ std::vector<std::string> BundledClients() {
 
 // The command line: the clients parsed into request.specs, the runtime flags given, the
 // program and its arguments; -1 to go on, else the exit status.
-int ParseRun(int argc, char **argv, std::string &output, RunRequest &request) {
+int ParseRun(int argc, char **argv, std::string &output, std::string &interval, RunRequest &request) {
     std::vector<std::string> clientOptions;
     std::map<std::string, bool> flags;  // every recipe's flag, given or not
     CLI::App app(kRunDescription, "martini run");
@@ -101,6 +102,11 @@ int ParseRun(int argc, char **argv, std::string &output, RunRequest &request) {
                    "where clients write their files (default: ./martini-out); %p: the\n"
                    "program's process id, %t: its start time (YYYYmmdd-HHMMSS)")
         ->type_name("DIR");
+    app.add_option("--interval", interval,
+                   "continuous profiling: an interval point every TIME (60s, 500ms, 2m), each\n"
+                   "client that keeps intervals writing <name>-N.* with only that interval\n"
+                   "(java and lua programs: Mono's module reads no control commands)")
+        ->type_name("TIME");
     for (const RuntimeRecipe &recipe : Runtimes()) {
         for (const RuntimeFlag &flag : recipe.flags) {
             if (!flags.count(flag.name)) app.add_flag(flag.name, flags[flag.name], flag.help);
@@ -134,15 +140,23 @@ int ParseRun(int argc, char **argv, std::string &output, RunRequest &request) {
 }  // namespace
 
 int Run(int argc, char **argv) {
-    std::string output = "martini-out";
+    std::string output = "martini-out", interval;
     RunRequest request;
-    if (const int code = ParseRun(argc, argv, output, request); code >= 0) return code;
+    if (const int code = ParseRun(argc, argv, output, interval, request); code >= 0) return code;
+    long long intervalMs = 0;
+    if (!interval.empty() && (intervalMs = ParseDurationMs(interval)) < 0) {
+        return Fail("run: --interval '" + interval + "' is not a time (60s, 500ms, 2m)");
+    }
     const std::string &name = request.program[0];
     const RuntimeRecipe *recipe = RecipeFor(fs::path(name).filename().string());
     // A host that replaces the program (martini-lua for lua) runs in its place: the
     // program need not be installed.
     request.programPath = recipe != nullptr && recipe->replacesProgram ? name : FindProgram(name);
     if (request.programPath.empty()) return Fail("run: program not found: '" + name + "' (not an executable file, nor in $PATH)");
+    if (intervalMs > 0 && (recipe == nullptr || !recipe->controlChannel)) {
+        return Fail("run: --interval needs a program whose process reads control commands (java, lua); '" + name +
+                    "' is not one (the Mono module starts no control channel; a launcher's JVMs are other processes)");
+    }
 
     // Everything is checked before the program starts.
     if (std::string e = ResolveClients(request.specs); !e.empty()) return Fail("run: " + e);
@@ -162,6 +176,7 @@ int Run(int argc, char **argv) {
     plan.provider = recipe->provider;
     plan.notStarted = recipe->notStarted;
     plan.readsJvmErrorLog = recipe->readsJvmErrorLog;
+    plan.intervalMs = intervalMs;
     plan.prepare = [&](const std::string &outDir, Command &command) {
         return recipe->command(host, request, outDir, command);
     };

@@ -40,6 +40,7 @@ struct RuntimeRecipe {
     // for lua); it is the program shown as running.
     bool replacesProgram = false;
     bool readsJvmErrorLog = false;  // a failed exit may be a JVM crash (hs_err_pid<PID>.log)
+    bool controlChannel = false;    // the program's process reads `martini control` commands
     std::vector<RuntimeFlag> flags{};
     // The host's path, "" when not found; every place looked at goes into `looked`.
     std::string (*find)(std::vector<std::string> &looked) = nullptr;

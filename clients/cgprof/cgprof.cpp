@@ -324,6 +324,7 @@ public:
     void Command(const SEcCustomCommandEventData &d) {
         martini::clients::HandleControlCommand(
             d, [this](const std::string &label) { Snapshot(label); },
+            [](const std::string &label) { martini::clients::IntervalNotKept("cgprof", label); },
             [this](TId thread, bool paused) {
                 std::lock_guard lock(pausedMutex_);
                 auto it = std::find(pausedThreads_.begin(), pausedThreads_.end(), thread);

@@ -168,6 +168,7 @@ public:
     void Command(const SEcCustomCommandEventData &d) {
         martini::clients::HandleControlCommand(
             d, [this](const std::string &label) { Emit(label); },
+            [this](const std::string &label) { Emit(label, /*startAfresh=*/true); },
             [this](TId thread, bool paused) {
                 std::lock_guard lock(mutex_);
                 if (paused) pausedThreads_.insert(thread);
@@ -179,9 +180,10 @@ public:
 
     void Finish() { Emit(""); }
 
-    // The profile so far: at the end (label ""), or at a sample point, whose files are
-    // named <name>-<label>; collection goes on.
-    void Emit(const std::string &label) {
+    // The profile so far: at the end (label ""), or at a sample or interval point, whose
+    // files are named <name>-<label>; collection goes on. `startAfresh` (an interval
+    // point): what was written is dropped, so the next files hold only what comes after.
+    void Emit(const std::string &label, bool startAfresh = false) {
         std::lock_guard lock(mutex_);
         const std::uint64_t period = 1'000'000'000ull / o_.hz;
         const std::string clock = o_.wall ? "wall" : "cpu";
@@ -249,14 +251,23 @@ public:
                       {"stacks_cut_at_depth", cut_},
                       {"samples_beyond_node_budget", beyond_},
                       {report::kTimelineNotKept, timelineNotKept_}};
+        if (startAfresh) {
+            ++intervals_;
+            trees_.clear();
+            timeline_.clear();
+            samples_ = notWalkable_ = cut_ = beyond_ = timelineNotKept_ = 0;
+        }
         if (!label.empty()) {
-            const martini::clients::OutputOptions out = martini::clients::SamplePointOutput("cgprof", o_.out, label);
+            const martini::clients::OutputOptions out =
+                martini::clients::SamplePointOutput("cgprof", o_.out, label, startAfresh ? "interval point" : "sample point");
             martini::clients::WriteOutputs(p, out, outputDir_.Resolve(out));
             std::fflush(stderr);
             return;
         }
-        std::fprintf(stderr, "cgprof: sampled at %u Hz of %s time: %llu samples, %llu could not be walked%s\n", o_.hz,
-                     o_.wall ? "wall-clock" : "CPU", (unsigned long long)samples_, (unsigned long long)notWalkable_,
+        std::fprintf(stderr, "cgprof: sampled at %u Hz of %s time: %llu samples%s, %llu could not be walked%s\n", o_.hz,
+                     o_.wall ? "wall-clock" : "CPU", (unsigned long long)samples_,
+                     intervals_ == 0 ? "" : (" since interval point " + std::to_string(intervals_)).c_str(),
+                     (unsigned long long)notWalkable_,
                      rateResult_ == MRTE_RESULT_OK ? "" : " (the runtime did not take the rate: times assume it)");
         if (o_.out.top > 0) {
             std::ostringstream table;
@@ -277,6 +288,7 @@ private:
     std::unordered_map<TId, std::string> threadNames_;
     std::unordered_set<TId> pausedThreads_;
     std::uint64_t samples_ = 0, notWalkable_ = 0, cut_ = 0, beyond_ = 0, timelineNotKept_ = 0;
+    std::uint64_t intervals_ = 0;  // interval points written
     std::vector<struct Stamp> timeline_;  // in the order the samples came
     TResult rateResult_ = MRTE_RESULT_OK;
     martini::clients::OutputDirectory outputDir_;

@@ -189,7 +189,8 @@ public:
     BitSet EventDataTypes() override { return DR_COMMAND; }
     void HandleEvent(SEcCustomCommandEventData &d) override {
         martini::clients::HandleControlCommand(
-            d, [](const std::string &label) { Report(label); }, [](TId, bool) {});
+            d, [](const std::string &label) { Report(label); },
+            [](const std::string &label) { martini::clients::IntervalNotKept("coverage", label); }, [](TId, bool) {});
     }
 };
 

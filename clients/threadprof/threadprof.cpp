@@ -256,6 +256,7 @@ public:
     void Command(const SEcCustomCommandEventData &d) {
         martini::clients::HandleControlCommand(
             d, [this](const std::string &label) { Emit(label); },
+            [](const std::string &label) { martini::clients::IntervalNotKept("threadprof", label); },
             [this](TId thread, bool paused) {
                 std::lock_guard lock(mutex_);
                 if (paused) pausedThreads_.insert(thread);

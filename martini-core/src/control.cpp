@@ -88,7 +88,7 @@ void RaiseCustom(Core &core, unsigned id, const std::string &data) {
 }
 
 const char kCommands[] =
-    "start, stop, pause, resume, pause-thread ID|NAME, resume-thread ID|NAME, sample NAME, output DIR, "
+    "start, stop, pause, resume, pause-thread ID|NAME, resume-thread ID|NAME, sample NAME, interval NAME, output DIR, "
     "custom ID [DATA], terminate, detach";
 
 ControlReply Run(Core &core, ControlTarget *target, const std::vector<std::string> &words) {
@@ -118,14 +118,14 @@ ControlReply Run(Core &core, ControlTarget *target, const std::vector<std::strin
         r.message = c + " " + std::to_string(id);
         r.ok = true;
         return r;
-    } else if (c == "sample") {
+    } else if (c == "sample" || c == "interval") {
         if (!(e = arity(1, 1, "one name")).empty()) return fail(e);
         const std::string &name = words[1];
         if (name.empty() || name.size() > 100 || name == "." || name == ".." ||
             name.find_first_of("/\\ \t\n\r") != std::string::npos) {
-            return fail("a sample point's name is up to 100 characters without '/', '\\' or spaces: '" + name + "'");
+            return fail("a " + c + " point's name is up to 100 characters without '/', '\\' or spaces: '" + name + "'");
         }
-        RaiseCustom(core, CC_SAMPLE, name);
+        RaiseCustom(core, c == "sample" ? CC_SAMPLE : CC_INTERVAL, name);
     } else if (c == "output") {
         if (!(e = arity(1, 1, "one directory")).empty()) return fail(e);
         if (words[1].empty() || words[1][0] != '/') return fail("the output directory must be an absolute path: '" + words[1] + "'");

@@ -62,6 +62,7 @@ struct ControlReply {
 //   pause-thread ID|NAME           EcCustomCommand CC_THREAD_PAUSE, data: the thread id
 //   resume-thread ID|NAME          EcCustomCommand CC_THREAD_RESUME
 //   sample NAME                    EcCustomCommand CC_SAMPLE, data: NAME
+//   interval NAME                  EcCustomCommand CC_INTERVAL, data: NAME
 //   output DIR                     EcSetOutputDirectory
 //   custom ID [DATA]               EcCustomCommand ID (>= CC_USER), data: DATA or ""
 //   terminate | detach             ControlTarget::Detach (without one: DetachClients)

@@ -13,7 +13,7 @@
 // lacks), and names both versions. Minor versions only append (new events, new data
 // items, new IMpi methods at the end of the vtable).
 #define MARTINI_MPI_VERSION_MAJOR 2
-#define MARTINI_MPI_VERSION_MINOR 4
+#define MARTINI_MPI_VERSION_MINOR 5
 #define MARTINI_MPI_VERSION ((MARTINI_MPI_VERSION_MAJOR << 16) | MARTINI_MPI_VERSION_MINOR)
 
 // Marks a function a client library exports to Martini (MPICL_Instantiate).

@@ -317,6 +317,9 @@ enum EControlCommand : unsigned int {
                            // szCommandData, and go on collecting
     CC_THREAD_PAUSE = 2,   // szCommandData: a thread id (decimal); record nothing of it
     CC_THREAD_RESUME = 3,  // szCommandData: a thread id (decimal); record it again
+    CC_INTERVAL = 4,       // an interval point (since MPI 2.5): write what was collected
+                           // since the previous interval point (or the start), labelled
+                           // szCommandData, and collect the next interval afresh
     CC_USER = 256,         // the first id of commands for clients' own use
 };
 
