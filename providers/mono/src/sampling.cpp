@@ -282,13 +282,18 @@ void Sampling::Stop() {
 // periods missed. Always: a full queue, and when more than 5% of the periods were missed
 // a warning with the rate asked for, the rate got and why.
 void Sampling::PrintSummary() {
+    unsigned hz = 0;
+    std::string noClock;
+    {
+        std::lock_guard lock(gSwitchMutex);  // a client may still set the rate from a handler
+        hz = gFrequency;
+        noClock = gNoClock;
+    }
     const bool wall = wall_.load();
     const std::uint64_t signals = signals_.load(), missed = missed_.load();
-    const std::string clock = wall                ? "Mono's sampler"
-                              : !gNoClock.empty() ? "Mono's sampler: " + gNoClock
-                                                  : SampleClock::Describe();
-    std::string line = "sampling: " + std::to_string(delivered_.load()) + " samples raised at " +
-                       std::to_string(gFrequency) + (wall ? " Hz of wall-clock time (" : " Hz of CPU time (") + clock;
+    const std::string clock = wall ? "Mono's sampler" : !noClock.empty() ? "Mono's sampler: " + noClock : SampleClock::Describe();
+    std::string line = "sampling: " + std::to_string(delivered_.load()) + " samples raised at " + std::to_string(hz) +
+                       (wall ? " Hz of wall-clock time (" : " Hz of CPU time (") + clock;
     if (!wall) line += ", " + std::to_string(signals) + " signals, " + std::to_string(missed) + " periods missed";
     line += ")";
     if (const char *v = std::getenv("MARTINI_MONO_VERBOSE"); v != nullptr && *v != '\0' && *v != '0') {
@@ -299,16 +304,22 @@ void Sampling::PrintSummary() {
                    static_cast<unsigned long long>(dropped));
     }
     if (wall || missed == 0 || missed * 20 < signals + missed) return;
-    const auto got = static_cast<unsigned>(static_cast<double>(gFrequency) * static_cast<double>(signals) /
+    const auto got = static_cast<unsigned>(static_cast<double>(hz) * static_cast<double>(signals) /
                                            static_cast<double>(signals + missed));
-    const std::string why =
-        !gNoClock.empty() ? "Mono's sampler was used (" + gNoClock + "), whose thread wakes at the kernel's tick"
-                          : "the POSIX CPU timers were used (" + SampleClock::WhyTimers() +
-                                "), which fire at the kernel's tick";
+    std::string why, remedy = "A lower rate (sample=" + std::to_string(got) + ")";
+    if (!noClock.empty()) {
+        why = "Mono's sampler was used (" + noClock + "), whose thread wakes at the kernel's tick";
+        remedy += " gives true rates";
+    } else if (SampleClock::UsesTimers()) {
+        why = "the POSIX CPU timers were used (" + SampleClock::WhyTimers() + "), which fire at the kernel's tick";
+        remedy += " or perf events (perf_event_paranoid) give true rates";
+    } else {
+        why = "the perf task-clock signals came late (a machine with more busy threads than cores?)";
+        remedy += " may give true rates";
+    }
     core::LogF("sampling: warning: asked for %u Hz of CPU time, got about %u Hz: %s; %llu periods were missed and "
-               "are not counted as samples (times from samples are that much low). A lower rate (sample=%u) or "
-               "perf events (perf_event_paranoid) give true rates",
-               gFrequency, got, why.c_str(), static_cast<unsigned long long>(missed), got);
+               "are not counted as samples (times from samples are that much low). %s",
+               hz, got, why.c_str(), static_cast<unsigned long long>(missed), remedy.c_str());
 }
 
 }  // namespace martini::mono

@@ -4,7 +4,7 @@
 # Busy.Program.Burn while a third sleeps):
 #   - perf events: at 1 kHz Burn has at least 900 stacks per second of its CPU time
 #     (2160 for 2400 ms), and so has the started thread alone (1080, through
-#     BurnOnThread); at 200 Hz about 200 per second; the sleeping thread none;
+#     BurnOnThread); at 200 Hz about 200 per second; the sleeping thread next to none;
 #   - POSIX CPU timers (MARTINI_SAMPLING_CLOCK=timer, or perf events refused) and
 #     Mono's own sampler (MARTINI_SAMPLING_CLOCK=mono) fire at the kernel's tick: at
 #     1 kHz the periods they miss are not raised as samples (Burn well under 1080) and a
@@ -56,7 +56,8 @@ if line cpu-1k | grep -q "(perf task-clock, "; then
     fail "1 kHz with perf events: Burn has $burn stacks for $ms ms of CPU (at least $((ms * 9 / 10)) wanted)"
   [ "$started" -ge $((started_ms * 9 / 10)) ] && ok ||
     fail "1 kHz: the started thread has $started stacks for $started_ms ms of CPU (at least $((started_ms * 9 / 10)) wanted)"
-  [ "$sleeper" = 0 ] && ok || fail "1 kHz of CPU time: the sleeping thread has $sleeper stacks"
+  # Its start and its way into the sleep take a millisecond or two of CPU; asleep it takes none.
+  [ "$sleeper" -le 5 ] && ok || fail "1 kHz of CPU time: the sleeping thread has $sleeper stacks (at most 5 wanted)"
   grep -q "sampling: warning" "$work/cpu-1k.err" && fail "a warning with perf events: $(cat "$work/cpu-1k.err")" || ok
   run cpu-200 sample=200
   read -r burn _ ms _ _ <<<"$(stacks cpu-200)"
