@@ -10,7 +10,12 @@ its time on the line marked HOT.
   after); the Chrome trace shows the samples over time (first()'s slices before
   second()'s), not a tree laid out;
 - a timeline past its budget (trace=N) is said, and a window of it refused; a window
-  of an exact profile refused.
+  of an exact profile refused;
+- every sample named: tests/sampled/Zips.java spends its time in zlib under
+  Deflater.deflateBytesBytes (a JNI method) and in Math.sin's stub of the JVM's code
+  cache; the native frames are named by symbol or library+offset under the Java
+  frame, the stub by its code blob's name, and at most 1% of the samples stay
+  unnamed.
 
 usage: cgprof_sampled_java_test.py MARTINI_BUILD_DIR SOURCE_ROOT JAVAC
 """
@@ -31,7 +36,7 @@ work = tempfile.mkdtemp(prefix="cgprof-sampled-")
 check = Checks()
 source = os.path.join(root, "tests", "sampled", "Phases.java")
 classes = os.path.join(work, "classes")
-subprocess.run([javac, "-g", "-d", classes, source], check=True)
+subprocess.run([javac, "-g", "-d", classes, source, os.path.join(root, "tests", "sampled", "Zips.java")], check=True)
 lines = open(source).read().splitlines()
 hot = next(i + 1 for i, text in enumerate(lines) if text.rstrip().endswith("// HOT"))
 
@@ -153,6 +158,33 @@ check("a bad --interval refused", r.returncode == 1 and "--interval 'soon' is no
 r = run([martini, "run", "--interval", "1s", "--", "mono", "nothing.exe"])
 check("--interval under Mono refused before the start, naming why",
       r.returncode == 1 and "the Mono module starts no control channel" in r.stderr, r.stderr)
+
+# Every sample named: native frames under Java frames, stubs by their blob's name.
+zips = os.path.join(work, "zips")
+r = run([martini, "run", "--client", "cgprof=sample=1000,top=0,formats=json", "--output", zips, "--",
+         "java", "-cp", classes, "Zips", "1000"])
+check("the Zips run exits 0", r.returncode == 0 and "zips: done" in r.stdout + r.stderr, r.stdout + r.stderr)
+zp = json.load(open(os.path.join(zips, "cgprof.json")))
+zframes = zp["frames"]
+zself = {}
+under_jni = 0
+nodes = zp["merged"]["nodes"]
+for node in nodes[1:]:
+    name = zframes[node[1]]["name"]
+    zself[name] = zself.get(name, 0) + node[2]
+    parent = nodes[node[0]]
+    if zframes[node[1]].get("file", "").startswith("libz.so") and parent[1] >= 0 and \
+            zframes[parent[1]]["name"] == "java.util.zip.Deflater.deflateBytesBytes":
+        under_jni += node[2]
+samples = sum(zself.values())
+unnamed = sum(v for k, v in zself.items() if k.startswith("("))
+check("zlib's native frames under Deflater.deflateBytesBytes hold the deflate time (a third of it at least)",
+      under_jni >= samples // 6, (under_jni, samples))
+stub = sum(v for k, v in zself.items() if any(f["name"] == k and f.get("file") == "[code cache]" for f in zframes))
+check("Math.sin's time on a stub named as HotSpot names it, in [code cache]", stub >= samples // 6,
+      sorted(((v, k) for k, v in zself.items()), reverse=True)[:6])
+check("at most 1% of the samples unnamed", samples > 1500 and unnamed * 100 <= samples,
+      (unnamed, samples, {k: v for k, v in zself.items() if k.startswith("(")}))
 
 # A timeline past its budget, and an exact profile: no window.
 cut = os.path.join(work, "cut")

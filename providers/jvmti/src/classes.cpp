@@ -96,6 +96,28 @@ TId ClassRegistry::AddNamedClass(const std::string &key, const std::string &inte
     return classes_.size();
 }
 
+TId ClassRegistry::NativeMethod(const std::string &library, const std::string &symbol) {
+    std::lock_guard lock(mutex_);
+    const std::string key = "\x01native:" + library;  // no class key starts with \x01
+    TId classId = 0;
+    if (auto it = classByKey_.find(key); it != classByKey_.end()) {
+        classId = it->second;
+    } else {
+        classId = AddNamedClass(key, "", "");
+        classes_[classId - 1]->sourceFile = library;
+    }
+    ClassRecord &cls = *classes_[classId - 1];
+    if (const TId known = MethodOf(cls, symbol, ""); known != 0) return known;
+    const TId id = methods_.Add();
+    if (id == 0) return 0;
+    MethodRecord &r = *methods_.Get(id);
+    r.classId = classId;
+    r.name = symbol;
+    r.access = kAccNative;
+    cls.methods.push_back(id);
+    return id;
+}
+
 TId ClassRegistry::MethodOf(const ClassRecord &cls, const std::string &name, const std::string &descriptor) {
     for (TId id : cls.methods) {
         const MethodRecord *r = methods_.Get(id);

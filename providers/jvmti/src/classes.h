@@ -120,6 +120,9 @@ public:
                              std::vector<DeclaredMethod> &methods);
 
     static TId MethodIdOf(jmethodID m);  // 0 when not known; declares from JVMTI
+    // A native function seen in a sampled stack, as a method: named by its symbol, no
+    // class name, its library as the source file; one id per (library, symbol).
+    static TId NativeMethod(const std::string &library, const std::string &symbol);
     static TId ClassIdOf(JNIEnv *jni, jclass klass);
     // The class id of an array class named by its descriptor ("[I"), for an array
     // probe in a class being loaded by `loader` (see Allocations' ArraySiteRecord).

@@ -193,23 +193,51 @@ bool InCodeCache(std::uintptr_t pc) {
     return pc < high && pc >= gCodeLow.load(std::memory_order_relaxed);
 }
 
-jmethodID CompiledMethodAt(std::uintptr_t pc) {
-    const CodeLayout &l = Layout();
-    if (!l.ok || !InCodeCache(pc)) return nullptr;
+namespace {
+
+// The code blob (CodeBlob*) in use that `pc` lies in; 0 when none or not readable.
+std::uintptr_t BlobAt(const CodeLayout &l, std::uintptr_t pc) {
+    if (!l.ok || !InCodeCache(pc)) return 0;
     std::uintptr_t array = 0, data = 0;
     int heaps = 0;
     if (!Peek(l.heaps.address, array) || !Peek(array + l.arrayLen.offset, heaps) ||
         !Peek(array + l.arrayData.offset, data) || heaps <= 0 || heaps > 16) {
-        return nullptr;
+        return 0;
     }
     for (int h = 0; h < heaps; ++h) {
         std::uintptr_t heap = 0;
-        if (!Peek(data + static_cast<std::uintptr_t>(h) * sizeof(void *), heap)) return nullptr;
+        if (!Peek(data + static_cast<std::uintptr_t>(h) * sizeof(void *), heap)) return 0;
         const std::uintptr_t block = BlockOf(l, heap, pc);
         if (block == 0) continue;
         bool used = false;
-        if (!Peek(block + l.header.offset + l.blockUsed.offset, used) || !used) return nullptr;
-        const std::uintptr_t blob = block + l.heapBlockSize;
+        if (!Peek(block + l.header.offset + l.blockUsed.offset, used) || !used) return 0;
+        return block + l.heapBlockSize;
+    }
+    return 0;
+}
+
+}  // namespace
+
+std::string CodeBlobNameAt(std::uintptr_t pc) {
+    const CodeLayout &l = Layout();
+    const std::uintptr_t blob = BlobAt(l, pc);
+    std::uintptr_t name = 0;
+    if (blob == 0 || !Peek(blob + l.blobName.offset, name)) return "";
+    char text[48] = {}, shorter[16] = {};  // a name near the end of a mapping: the shorter read
+    if (Peek(name, text)) {
+        text[sizeof text - 1] = '\0';
+        return text;
+    }
+    if (!Peek(name, shorter)) return "";
+    shorter[sizeof shorter - 1] = '\0';
+    return shorter;
+}
+
+jmethodID CompiledMethodAt(std::uintptr_t pc) {
+    const CodeLayout &l = Layout();
+    {
+        const std::uintptr_t blob = BlobAt(l, pc);
+        if (blob == 0) return nullptr;
         // An nmethod (not a stub, the interpreter or an adapter): its name is the
         // literal every nmethod shares, and `pc` is inside its instructions.
         std::uintptr_t name = 0, begin = 0, end = 0;

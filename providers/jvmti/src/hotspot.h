@@ -20,6 +20,7 @@
 #include <jvmti.h>
 
 #include <cstdint>
+#include <string>
 
 namespace martini::jvm::hotspot {
 
@@ -39,5 +40,9 @@ bool InCodeCache(std::uintptr_t pc);
 // (every method has one: Sampling makes them at ClassPrepare); null when `pc` is not
 // in one, or the method has no jmethodID. Not for a signal handler.
 jmethodID CompiledMethodAt(std::uintptr_t pc);
+
+// The name HotSpot gives the code blob `pc` lies in ("Interpreter", "StubRoutines (2)",
+// "nmethod", an adapter's); "" when none or not readable. Not for a signal handler.
+std::string CodeBlobNameAt(std::uintptr_t pc);
 
 }  // namespace martini::jvm::hotspot

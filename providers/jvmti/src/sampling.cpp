@@ -131,6 +131,35 @@ void WalkFromCaller(const AgctFn agct, AgctTrace &trace, void *ucontext) {
 #endif
 }
 
+// The native frames on top of the stack (RawSample::native): the interrupted address
+// when it is not in the JVM's code, then the return addresses of the frame-pointer
+// chain (each frame inside this thread's stack, above the one before) until one is in
+// the JVM's code: there the Java frames AGCT walks begin. Code built without frame
+// pointers gives a wrong caller or none; the sampler thread keeps the frames up to the
+// first address that lies in no library (sampling_drain.cpp).
+__attribute__((no_sanitize("address"))) void WalkNative(RawSample &s, void *ucontext) {
+    s.numNative = 0;
+#if defined(__x86_64__)
+    const std::uintptr_t top = tStackTop;
+    if (ucontext == nullptr || !NativeWalkChosen() || IsCode(s.pc)) return;
+    s.native[s.numNative++] = s.pc;
+    if (top == 0) return;
+    const auto *uc = static_cast<const ucontext_t *>(ucontext);
+    std::uintptr_t sp = static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RSP]);
+    std::uintptr_t fp = static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RBP]);
+    while (s.numNative < kMaxNativeFrames && fp % 8 == 0 && fp >= sp && fp + 16 <= top) {
+        const auto *frame = reinterpret_cast<const std::uintptr_t *>(fp);
+        const std::uintptr_t ret = frame[1];
+        if (ret == 0 || IsCode(ret)) break;
+        s.native[s.numNative++] = ret;
+        sp = fp + 16;
+        fp = frame[0];
+    }
+#else
+    (void)ucontext;
+#endif
+}
+
 // The signal handler: async-signal-safe throughout (TLS reads, atomics, AGCT, rdtsc
 // or clock_gettime, gettid).
 void OnSignal(int, siginfo_t *info, void *ucontext) {
@@ -151,6 +180,7 @@ void OnSignal(int, siginfo_t *info, void *ucontext) {
 #if defined(__x86_64__)
             s->pc = static_cast<std::uintptr_t>(static_cast<ucontext_t *>(ucontext)->uc_mcontext.gregs[REG_RIP]);
 #endif
+            WalkNative(*s, ucontext);
             if (jvmThread && agct != nullptr) {
                 AgctTrace trace{jni, 0, s->frames};
                 agct(&trace, kMaxFrames, ucontext);
@@ -358,6 +388,7 @@ void Sampling::JmethodIdsForLoadedClasses() {
 
 std::string Sampling::Start(JNIEnv *) {
     NoteStackTop();  // the calling thread's (VMInit: the main thread)
+    (void)NativeWalkChosen();  // read here, never first in the handler
     std::lock_guard control(controlMutex_);
     if (running_.load(std::memory_order_acquire)) return "";
     if (gAgct.load() == nullptr) {

@@ -3,14 +3,18 @@
 #include "sampling.h"
 
 #include "classes.h"
+#include "hotspot.h"
 #include "sampling_shared.h"
 #include "threads.h"
 #include "martini/core/log.h"
+#include "martini/core/native_symbols.h"
 
 #include <time.h>
 
 #include <algorithm>
 #include <chrono>
+#include <string>
+#include <unordered_map>
 #include <cstdio>
 #include <vector>
 
@@ -110,17 +114,69 @@ bool FromJavaThread(const RawSample &s, TId &threadId, std::vector<pid_t> &notJa
     return true;
 }
 
+// Native code by symbol, and the method id of each address seen (0: in no library, so
+// not a frame: a caller that code without frame pointers left behind). Sampler thread.
+core::NativeSymbols &Symbols() {
+    static core::NativeSymbols symbols;
+    return symbols;
+}
+std::unordered_map<std::uintptr_t, TId> gNativeMethods;
+
+TId NativeMethodAt(std::uintptr_t address, bool returnAddress) {
+    auto [it, added] = gNativeMethods.try_emplace(address, 0);
+    if (added) {
+        core::NativeFrame f;
+        // A return address is the instruction after the call: its caller is the
+        // function holding the call, which may end right there.
+        if (Symbols().Lookup(returnAddress ? address - 1 : address, f)) {
+            it->second = ClassRegistry::NativeMethod(f.library, f.symbol);
+        }
+    }
+    return it->second;
+}
+
+// The sample's native frames (innermost first), up to the first address in no
+// library; true when there was one at least.
+bool NativeFramesOf(const RawSample &s, std::vector<SStackEntry> &stack) {
+    const std::size_t before = stack.size();
+    for (std::int32_t i = 0; i < s.numNative && i < kMaxNativeFrames; ++i) {
+        const TId method = NativeMethodAt(s.native[i], i > 0);
+        if (method == 0) break;
+        stack.push_back({method, ~0u, 0u});
+    }
+    return stack.size() > before;
+}
+
+// The code blob the interrupted address is in, named as HotSpot names it (a stub, the
+// interpreter, an adapter), as a method of "[code cache]"; 0 when not known.
+TId BlobMethodAt(std::uintptr_t pc) {
+    auto [it, added] = gNativeMethods.try_emplace(pc, 0);
+    if (added) {
+        const std::string name = hotspot::CodeBlobNameAt(pc);
+        if (!name.empty() && name != "nmethod") it->second = ClassRegistry::NativeMethod("[code cache]", name);
+    }
+    return it->second;
+}
+
 // A walked sample's frames as MPI stack entries (method ids, bytecode indexes, lines).
 // `interrupted`: the compiled method the interrupted pc is in, for a walk retried from
 // the caller (its top frame unknown).
 void StackOf(const RawSample &s, jmethodID interrupted, std::vector<SStackEntry> &stack) {
     const jint n = s.numFrames;
     if (n == kMaxFrames) gTruncated.fetch_add(1, std::memory_order_relaxed);
+    const bool native = NativeFramesOf(s, stack);
     for (jint i = 0; i < n; ++i) {
         AgctFrame f = s.frames[i];
         if (i == 0 && f.lineno == kUnknownFrameLine) {
+            if (native) continue;  // the native frames are the interrupted frame
             f.method = interrupted;
-            if (f.method != nullptr) gNamedByAddress.fetch_add(1, std::memory_order_relaxed);
+            if (f.method != nullptr) {
+                gNamedByAddress.fetch_add(1, std::memory_order_relaxed);
+            } else if (const TId blob = BlobMethodAt(s.pc); blob != 0) {
+                gNamedByAddress.fetch_add(1, std::memory_order_relaxed);
+                stack.push_back({blob, ~0u, 0u});
+                continue;
+            }
         }
         TId method = 0;
         if (f.method != nullptr) {
@@ -166,11 +222,21 @@ void Sampling::Drain(JNIEnv *jni) {
         if (n > 0) {
             // A walk retried from the caller: the interrupted frame is named by the
             // compiled method its address is in, when it is in one.
-            StackOf(s, s.frames[0].lineno == kUnknownFrameLine ? MethodAt(s.pc) : nullptr, stack);
+            StackOf(s, s.frames[0].lineno == kUnknownFrameLine && s.numNative == 0 ? MethodAt(s.pc) : nullptr, stack);
         } else {
             const int cause = -n;
             gFailed[cause < kCauseCount ? cause : kCauseCount].fetch_add(1, std::memory_order_relaxed);
+            // AGCT found no Java frame it could walk: the native frames still name the
+            // sample (the JVM's own code, a JNI library), or the code blob it was
+            // interrupted in (the interpreter, a stub), without the Java frames.
+            if (NativeFramesOf(s, stack)) {
+                gNativeNamed.fetch_add(1, std::memory_order_relaxed);
+            } else if (const TId blob = s.numNative == 0 ? BlobMethodAt(s.pc) : 0; blob != 0) {
+                stack.push_back({blob, ~0u, 0u});
+                gNativeNamed.fetch_add(1, std::memory_order_relaxed);
+            }
         }
+        if (s.numNative > 0 && !stack.empty()) gWithNative.fetch_add(1, std::memory_order_relaxed);
         gMissed.fetch_add(s.missed, std::memory_order_relaxed);
         const std::uint64_t time = s.timeNs;
         StateOf(s).store(kFree, std::memory_order_release);
@@ -181,7 +247,7 @@ void Sampling::Drain(JNIEnv *jni) {
         SSampleHitEventData d;
         core::Put(d, wanted, DR_THREAD_ID, d.threadId, threadId);
         core::Put(d, wanted, DR_CPU_TIMESTAMP, d.uiCpuTimestamp, time);
-        if (n > 0 && (wanted & DR_VM_CALL_STACK)) {
+        if (!stack.empty() && (wanted & DR_VM_CALL_STACK)) {
             d.stackTrace.entries = stack.data();
             d.stackTrace.uiSize = d.stackTrace.uiActualSize = static_cast<unsigned>(stack.size());
             d.validData |= DR_VM_CALL_STACK;
@@ -227,7 +293,13 @@ void Sampling::PrintSummary() {
         if (const auto missed = gMissed.load(); missed != 0) line += ", " + std::to_string(missed) + " periods missed";
         line += ")";
     }
-    if (failedAll != 0) line += "; " + std::to_string(failedAll) + " could not be walked (" + failed + ")";
+    if (failedAll != 0) {
+        line += "; " + std::to_string(failedAll) + " could not be walked by AsyncGetCallTrace (" + failed + "), " +
+                std::to_string(gNativeNamed.load()) + " of them named by their native frames or code blob";
+    }
+    if (const auto native = gWithNative.load(); native != 0) {
+        line += "; " + std::to_string(native) + " with native frames on top (frame pointers, ELF symbols)";
+    }
     if (const auto retried = gWalkedFromCaller.load(); retried != 0) {
         line += "; " + std::to_string(gRecovered.load()) + " of " + std::to_string(retried) +
                 " walked from the caller of an unknown frame (" + std::to_string(gNamedByAddress.load()) +

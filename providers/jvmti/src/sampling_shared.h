@@ -55,6 +55,7 @@ inline std::atomic<AgctFn> gAgct{nullptr};
 // ---- The ring the handler writes -----------------------------------------------------------
 
 constexpr jint kMaxFrames = 512;
+constexpr int kMaxNativeFrames = 32;
 constexpr std::size_t kSlots = 1024;
 enum SlotState : std::uint32_t { kFree = 0, kFilling = 1, kReady = 2 };
 
@@ -65,6 +66,11 @@ struct RawSample {
     TId threadId = 0;          // the thread's Martini id when it has a context; 0 otherwise
     std::uintptr_t pc = 0;     // where the thread was interrupted
     std::uint64_t timeNs = 0;
+    // The native frames above the Java ones, innermost first: the interrupted address
+    // when it is outside the JVM's code, then the return addresses the frame-pointer
+    // chain gives until it reaches the JVM's code (sampling.cpp: WalkNative).
+    std::int32_t numNative = 0;
+    std::uintptr_t native[kMaxNativeFrames];
     AgctFrame frames[kMaxFrames];
 };
 
@@ -79,6 +85,8 @@ inline std::atomic<std::uint64_t> gNext{0};
 inline std::atomic<std::uint64_t> gWalkedFromCaller{0}, gRecovered{0}, gNamedByAddress{0};
 inline std::atomic<std::uint64_t> gHandlerNs{0}, gSamplerCpuNs{0}, gJmethodIdNs{0};  // the direct cost, for the summary
 inline std::atomic<std::uint64_t> gTaken{0}, gLost{0}, gRaised{0}, gNotJvmThread{0}, gNoId{0}, gTruncated{0};
+inline std::atomic<std::uint64_t> gNativeNamed{0};  // samples AGCT could not walk, named by their native frames
+inline std::atomic<std::uint64_t> gWithNative{0};   // samples with native frames on top
 inline std::array<std::atomic<std::uint64_t>, kCauseCount + 1> gFailed{};  // last: causes AGCT does not name
 
 inline RawSample *Claim() {
@@ -103,6 +111,15 @@ inline bool PerfChosen() {
     static const bool chosen = [] {
         const char *clock = std::getenv("MARTINI_SAMPLING_CLOCK");
         return clock == nullptr || (std::strcmp(clock, "timer") != 0 && std::strcmp(clock, "timers") != 0);
+    }();
+    return chosen;
+}
+
+// Native frames are walked unless MARTINI_SAMPLING_NATIVE=0 (for measuring their cost).
+inline bool NativeWalkChosen() {
+    static const bool chosen = [] {
+        const char *native = std::getenv("MARTINI_SAMPLING_NATIVE");
+        return native == nullptr || std::strcmp(native, "0") != 0;
     }();
     return chosen;
 }

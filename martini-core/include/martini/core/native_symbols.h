@@ -1,0 +1,67 @@
+// Native code by name: the library an address of this process lies in (from
+// /proc/self/maps) and the function around it, from the library's ELF symbol tables
+// (.symtab when the file has one, as libjvm.so does, and .dynsym), read once per
+// library with Debian's libelf; C++ names demangled. A function without a symbol (a
+// stripped library's internal ones) is named by the library and the offset of its
+// start, from the unwind table .eh_frame_hdr ("libc.so.6+0x16e040"); an address in
+// no known function by its own offset. For a
+// provider's sampler, on its own thread (never in a signal handler).
+//
+// Locks: one mutex guards the mappings and the libraries' tables.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace martini::core {
+
+struct NativeFrame {
+    std::string library;  // the file's base name: "libjvm.so", "libz.so.1"; "" when unknown
+    std::string symbol;   // "deflate", "CompileBroker::compiler_thread_loop()"; "" when none
+    std::uint64_t offset = 0;  // from the library's load address
+};
+
+class NativeSymbols {
+public:
+    NativeSymbols();
+    ~NativeSymbols();
+    NativeSymbols(const NativeSymbols &) = delete;
+    NativeSymbols &operator=(const NativeSymbols &) = delete;
+
+    // False when `address` is in no executable mapping of a file (not code, or code
+    // made at run time such as a JIT's).
+    bool Lookup(std::uintptr_t address, NativeFrame &frame);
+
+private:
+    struct Symbol {
+        std::uint64_t start, size;  // file's virtual addresses
+        std::uint32_t name;         // index into Library::names; kUnnamed: a function without a symbol
+    };
+    static constexpr std::uint32_t kUnnamed = 0xffffffffu;
+    struct Library {
+        std::string path, base;
+        bool read = false;
+        std::uint64_t bias = 0;  // load address minus the file's first PT_LOAD address
+        std::vector<Symbol> symbols;  // sorted by start
+        std::string names;            // NUL-separated
+    };
+    struct Mapping {
+        std::uintptr_t start, end;
+        std::uint64_t fileOffset;
+        Library *library;
+    };
+    bool FindMapping(std::uintptr_t address, Mapping &out);
+    void ReadMaps();
+    void ReadSymbols(Library &lib, const Mapping &m);
+
+    std::mutex mutex_;  // everything below
+    std::vector<Mapping> mappings_;  // executable file mappings, by start
+    std::unordered_map<std::string, std::unique_ptr<Library>> libraries_;
+    std::uint64_t lastRead_ = 0;  // when /proc/self/maps was read (ns), re-read at most every 100 ms on a miss
+};
+
+}  // namespace martini::core
