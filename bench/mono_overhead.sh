@@ -36,6 +36,12 @@
 #                it asks for (IMpi::SetSamplingRate), no files
 #   log-calls    Mono's log profiler, --profile=log:calls (libmono-profiler, installed if missing)
 #   log-sample   Mono's log profiler, --profile=log:sample
+#   coverage     the coverage client on the program's own classes (mcs's Mono.CSharp.*;
+#                CallHeavy's all), an lcov tracefile per process
+#   plain-aot    no profiler, Mono's AOT images kept (no -O=-aot): the baseline of
+#   mono-coverage  Mono's own coverage profiler, --profile=coverage (libmono-profiler),
+#                which with -O=-aot aborts in mcs (../shared/reference/coverage-anchors.md),
+#                so it runs with AOT images, covering the JIT-compiled methods only
 # Prints the median wall time of each configuration and its ratio to plain.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -59,13 +65,13 @@ trap 'rm -rf "$work"' EXIT
 mcs -optimize+ -nologo -out:"$work/CallHeavy.exe" bench/mono/CallHeavy.cs
 export LD_LIBRARY_PATH="$module_dir:$floor_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
-configs=(plain plain-again no-inline mono-floor mono-sample-floor none-wanted counts cgprof-time samples cgprof-sample log-calls log-sample)
+configs=(plain plain-again no-inline mono-floor mono-sample-floor none-wanted counts cgprof-time samples cgprof-sample log-calls log-sample coverage plain-aot mono-coverage)
 if [ -n "${CONFIGS:-}" ]; then
   read -r -a chosen <<<"$CONFIGS"
   configs=(plain)
   for c in "${chosen[@]}"; do
     [ "$c" = plain ] && continue
-    case " plain-again no-inline mono-floor mono-sample-floor none-wanted counts cgprof-time samples cgprof-sample log-calls log-sample " in
+    case " plain-again no-inline mono-floor mono-sample-floor none-wanted counts cgprof-time samples cgprof-sample log-calls log-sample coverage plain-aot mono-coverage " in
       *" $c "*) configs+=("$c") ;;
       *) echo "unknown configuration '$c'"; exit 2 ;;
     esac
@@ -106,6 +112,9 @@ args_for() {
     cgprof-sample) echo "-O=-aot --profile=martini:cgprof=sample,top=0,formats=none" ;;
     log-calls) echo "-O=-aot --profile=log:calls,nodefaults,output=$work/calls.mlpd" ;;
     log-sample) echo "-O=-aot --profile=log:sample,nodefaults,output=$work/sample.mlpd" ;;
+    coverage) echo "-O=-aot --profile=martini:coverage=include=Mono.CSharp.,include=CallHeavy,formats=lcov,top=0,out=$work/cov-%p.info" ;;
+    plain-aot) echo "" ;;
+    mono-coverage) echo "--profile=coverage:output=$work/mono-cov.xml" ;;
   esac
 }
 
@@ -129,13 +138,13 @@ for workload in "${workloads[@]}"; do
       fi
       end=$(date +%s.%N)
       times[$workload/$c]+="$(echo "$end - $start" | bc) "
-      rm -f "$work"/*.mlpd
+      rm -f "$work"/*.mlpd "$work"/cov-*.info "$work"/mono-cov.xml
     done
   done
 done
 
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
-printf '%-11s %-18s %10s %8s   (median of %d interleaved runs, all with -O=-aot)\n' workload config seconds ratio "$reps"
+printf '%-11s %-18s %10s %8s   (median of %d interleaved runs, with -O=-aot but plain-aot and mono-coverage)\n' workload config seconds ratio "$reps"
 for workload in "${workloads[@]}"; do
   base=$(median <<<"${times[$workload/plain]}")
   for c in "${configs[@]}"; do

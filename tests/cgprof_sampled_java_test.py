@@ -15,7 +15,7 @@ its time on the line marked HOT.
   Deflater.deflateBytesBytes (a JNI method) and in Math.sin's stub of the JVM's code
   cache; the native frames are named by symbol or library+offset under the Java
   frame, the stub by its code blob's name, and at most 1% of the samples stay
-  unnamed.
+  unnamed; the JIT compiler thread is sampled, its stacks libjvm's functions.
 
 usage: cgprof_sampled_java_test.py MARTINI_BUILD_DIR SOURCE_ROOT JAVAC
 """
@@ -185,6 +185,21 @@ check("Math.sin's time on a stub named as HotSpot names it, in [code cache]", st
       sorted(((v, k) for k, v in zself.items()), reverse=True)[:6])
 check("at most 1% of the samples unnamed", samples > 1500 and unnamed * 100 <= samples,
       (unnamed, samples, {k: v for k, v in zself.items() if k.startswith("(")}))
+
+# The JVM's own threads: with -Xcomp the C2 compiler thread does most of the work; it is
+# sampled, named, and its stacks are libjvm's functions from the thread's start.
+jit = os.path.join(work, "jit")
+r = run([martini, "run", "--client", "cgprof=sample=1000,top=0,formats=json", "--output", jit, "--",
+         "java", "-Xcomp", "-XX:-TieredCompilation", "-cp", classes, "Phases", "100"])
+jp = json.load(open(os.path.join(jit, "cgprof.json")))
+compiler = [t for t in jp["threads"] if t["name"].startswith("C2 CompilerThre")]
+ct = compiler[0] if compiler else {"nodes": []}
+c_samples = sum(n[2] for n in ct["nodes"][1:])
+c_frames = {jp["frames"][n[1]]["name"]: jp["frames"][n[1]].get("file") for n in ct["nodes"][1:]}
+check("the JIT compiler thread is sampled and named", r.returncode == 0 and c_samples >= 200,
+      ([t["name"] for t in jp["threads"]], c_samples))
+check("its stacks are libjvm's functions, CompileBroker::compiler_thread_loop() among them",
+      c_frames.get("CompileBroker::compiler_thread_loop()") == "libjvm.so", sorted(c_frames)[:20])
 
 # A timeline past its budget, and an exact profile: no window.
 cut = os.path.join(work, "cut")

@@ -14,6 +14,7 @@
 #include <ucontext.h>
 #include <dlfcn.h>
 #include <signal.h>
+#include <sys/uio.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -131,24 +132,41 @@ void WalkFromCaller(const AgctFn agct, AgctTrace &trace, void *ucontext) {
 #endif
 }
 
+// A frame's saved frame pointer and return address. Inside the thread's stack (its top
+// known: Java threads, from their ThreadStart) a plain read; otherwise (the JVM's own
+// threads, which have none) through process_vm_readv, a system call that fails where
+// a read would fault. Async-signal-safe.
+__attribute__((no_sanitize("address"))) bool ReadFrame(std::uintptr_t fp, std::uintptr_t top, std::uintptr_t frame[2]) {
+    if (top != 0) {
+        if (fp + 16 > top) return false;
+        const auto *slots = reinterpret_cast<const std::uintptr_t *>(fp);
+        frame[0] = slots[0];
+        frame[1] = slots[1];
+        return true;
+    }
+    iovec local{frame, 16};
+    iovec remote{reinterpret_cast<void *>(fp), 16};
+    return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == 16;
+}
+
 // The native frames on top of the stack (RawSample::native): the interrupted address
 // when it is not in the JVM's code, then the return addresses of the frame-pointer
-// chain (each frame inside this thread's stack, above the one before) until one is in
-// the JVM's code: there the Java frames AGCT walks begin. Code built without frame
-// pointers gives a wrong caller or none; the sampler thread keeps the frames up to the
-// first address that lies in no library (sampling_drain.cpp).
-__attribute__((no_sanitize("address"))) void WalkNative(RawSample &s, void *ucontext) {
+// chain (each frame above the one before, within 16 MiB of the stack pointer) until one
+// is in the JVM's code: there the Java frames AGCT walks begin. Code built without
+// frame pointers gives a wrong caller or none; the sampler thread keeps the frames up
+// to the first address that lies in no library (sampling_drain.cpp).
+void WalkNative(RawSample &s, void *ucontext) {
     s.numNative = 0;
 #if defined(__x86_64__)
     const std::uintptr_t top = tStackTop;
     if (ucontext == nullptr || !NativeWalkChosen() || IsCode(s.pc)) return;
     s.native[s.numNative++] = s.pc;
-    if (top == 0) return;
     const auto *uc = static_cast<const ucontext_t *>(ucontext);
     std::uintptr_t sp = static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RSP]);
     std::uintptr_t fp = static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RBP]);
-    while (s.numNative < kMaxNativeFrames && fp % 8 == 0 && fp >= sp && fp + 16 <= top) {
-        const auto *frame = reinterpret_cast<const std::uintptr_t *>(fp);
+    const std::uintptr_t limit = sp + (std::uintptr_t{16} << 20);
+    std::uintptr_t frame[2];
+    while (s.numNative < kMaxNativeFrames && fp % 8 == 0 && fp >= sp && fp < limit && ReadFrame(fp, top, frame)) {
         const std::uintptr_t ret = frame[1];
         if (ret == 0 || IsCode(ret)) break;
         s.native[s.numNative++] = ret;
@@ -428,8 +446,10 @@ std::string Sampling::Start(JNIEnv *) {
     stopping_.store(false);
     running_.store(true, std::memory_order_release);
     {
-        // The threads running now (later ones at their ThreadStart). Threads that are
-        // not the JVM's Java threads are dropped at their first sample.
+        // The threads running now (later ones at their ThreadStart, or when the sampler
+        // thread rescans). The JVM's own threads are sampled through their native
+        // frames; any thread whose samples have neither Java nor native frames is
+        // dropped (sampling_drain.cpp: FromJavaThread).
         std::lock_guard lock(threadsMutex_);
         for (pid_t tid : TasksOfThisProcess()) AddThreadLocked(tid);
     }
@@ -468,6 +488,21 @@ void Sampling::Stop() {
 }
 
 // ---- Threads -------------------------------------------------------------------------------
+
+void Sampling::RescanThreads() {
+    const std::vector<pid_t> tasks = TasksOfThisProcess();
+    std::lock_guard lock(threadsMutex_);
+    if (!running_.load(std::memory_order_acquire) || tasks.empty()) return;
+    const pid_t sampler = samplerTid_.load(std::memory_order_relaxed);
+    for (pid_t tid : tasks) {
+        if (tid != sampler) AddThreadLocked(tid);
+    }
+    std::vector<pid_t> gone;
+    for (const auto &[tid, t] : threads_) {
+        if (std::find(tasks.begin(), tasks.end(), tid) == tasks.end()) gone.push_back(tid);
+    }
+    for (pid_t tid : gone) DropThreadLocked(tid);
+}
 
 void Sampling::AddThreadLocked(pid_t tid) {
     auto [it, added] = threads_.try_emplace(tid);

@@ -115,6 +115,11 @@ private:
     static void ArmLocked(SampledThread &t, pid_t tid);
     static void DisarmLocked(SampledThread &t);
     static void DropThreadLocked(pid_t tid);
+    // The sampler thread, about once a second: threads started since (the JVM's own,
+    // which have no ThreadStart: JIT compiler threads made on demand) are armed, and
+    // ended ones that had none either dropped.
+    static void RescanThreads();
+    static inline std::atomic<pid_t> samplerTid_{0};  // never sampled
     static void Run();          // the sampler thread
     static void SignalAll();    // wall mode: one signal to each runtime thread
     static void Drain(JNIEnv *jni);  // raises the ready samples (in a JNI local frame)

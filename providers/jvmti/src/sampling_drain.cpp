@@ -47,11 +47,13 @@ void Sampling::Run() {
     {
         // Not sampled itself: attaching made it a Java thread with a ThreadStart.
         std::lock_guard lock(threadsMutex_);
-        DropThreadLocked(static_cast<pid_t>(syscall(SYS_gettid)));
+        samplerTid_.store(static_cast<pid_t>(syscall(SYS_gettid)), std::memory_order_relaxed);
+        DropThreadLocked(samplerTid_.load(std::memory_order_relaxed));
     }
     using Clock = std::chrono::steady_clock;
     auto next = Clock::now();
     auto lastDrain = next;
+    auto lastRescan = next;
     // Sleeps until `until` or Stop; true when it is time to stop.
     auto sleepUntil = [](Clock::time_point until) {
         std::unique_lock lock(sleepMutex_);
@@ -71,6 +73,10 @@ void Sampling::Run() {
         if (Clock::now() - lastDrain >= interval) {
             Drain(jni);
             lastDrain = Clock::now();
+        }
+        if (Clock::now() - lastRescan >= std::chrono::seconds(1)) {
+            RescanThreads();
+            lastRescan = Clock::now();
         }
     }
     // Samples taken before the timers were deleted: a handler still running on
@@ -98,15 +104,22 @@ void Sampling::Run() {
 namespace {
 
 bool FromJavaThread(const RawSample &s, TId &threadId, std::vector<pid_t> &notJava) {
+    // Native frames make any thread's sample worth raising: the JVM's own threads (GC
+    // workers, the VM thread) and its JIT compiler threads, named from /proc.
+    const bool native = s.numNative > 0;
     if (s.numFrames == kNotJvmThread) {
-        notJava.push_back(s.tid);
-        return false;
+        if (!native) {
+            notJava.push_back(s.tid);
+            return false;
+        }
+        if (threadId == 0) threadId = Threads::IdOfOsThread(s.tid);
+        return true;
     }
     if (threadId != 0) return true;
     UnseenThread &u = gUnseen[s.tid];
     if (s.numFrames > 0) {
         u.java = true;
-    } else if (!u.java) {
+    } else if (!u.java && !native) {
         if (++u.emptyWalks == kEmptyWalksOfNonJava) notJava.push_back(s.tid);
         return false;
     }
@@ -215,7 +228,7 @@ void Sampling::Drain(JNIEnv *jni) {
         TId threadId = s.threadId;
         stack.clear();
         if (!FromJavaThread(s, threadId, notJava)) {
-            gNotJvmThread.fetch_add(1, std::memory_order_relaxed);
+            if (n == kNotJvmThread) gNotJvmThread.fetch_add(1, std::memory_order_relaxed);
             StateOf(s).store(kFree, std::memory_order_release);
             continue;
         }
@@ -223,6 +236,10 @@ void Sampling::Drain(JNIEnv *jni) {
             // A walk retried from the caller: the interrupted frame is named by the
             // compiled method its address is in, when it is in one.
             StackOf(s, s.frames[0].lineno == kUnknownFrameLine && s.numNative == 0 ? MethodAt(s.pc) : nullptr, stack);
+        } else if (n == kNotJvmThread) {
+            // A thread of the JVM's own with no Java stack: its native frames are its stack.
+            NativeFramesOf(s, stack);
+            gJvmOwn.fetch_add(1, std::memory_order_relaxed);
         } else {
             const int cause = -n;
             gFailed[cause < kCauseCount ? cause : kCauseCount].fetch_add(1, std::memory_order_relaxed);
@@ -296,6 +313,9 @@ void Sampling::PrintSummary() {
     if (failedAll != 0) {
         line += "; " + std::to_string(failedAll) + " could not be walked by AsyncGetCallTrace (" + failed + "), " +
                 std::to_string(gNativeNamed.load()) + " of them named by their native frames or code blob";
+    }
+    if (const auto own = gJvmOwn.load(); own != 0) {
+        line += "; " + std::to_string(own) + " in threads with native frames only (the JVM's own)";
     }
     if (const auto native = gWithNative.load(); native != 0) {
         line += "; " + std::to_string(native) + " with native frames on top (frame pointers, ELF symbols)";

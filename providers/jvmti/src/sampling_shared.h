@@ -55,7 +55,7 @@ inline std::atomic<AgctFn> gAgct{nullptr};
 // ---- The ring the handler writes -----------------------------------------------------------
 
 constexpr jint kMaxFrames = 512;
-constexpr int kMaxNativeFrames = 32;
+constexpr int kMaxNativeFrames = 128;
 constexpr std::size_t kSlots = 1024;
 enum SlotState : std::uint32_t { kFree = 0, kFilling = 1, kReady = 2 };
 
@@ -87,6 +87,7 @@ inline std::atomic<std::uint64_t> gHandlerNs{0}, gSamplerCpuNs{0}, gJmethodIdNs{
 inline std::atomic<std::uint64_t> gTaken{0}, gLost{0}, gRaised{0}, gNotJvmThread{0}, gNoId{0}, gTruncated{0};
 inline std::atomic<std::uint64_t> gNativeNamed{0};  // samples AGCT could not walk, named by their native frames
 inline std::atomic<std::uint64_t> gWithNative{0};   // samples with native frames on top
+inline std::atomic<std::uint64_t> gJvmOwn{0};       // samples of threads without a JVM thread (GC workers, ...)
 inline std::array<std::atomic<std::uint64_t>, kCauseCount + 1> gFailed{};  // last: causes AGCT does not name
 
 inline RawSample *Claim() {
