@@ -43,6 +43,8 @@ void CompiledCode::OnJitDone(MonoProfiler *, MonoMethod *method, MonoJitInfo *ji
     if (Sampling::Wanted()) {
         Metadata::Method(method);
         if (compiled != nullptr && compiled != method) Metadata::Method(compiled);
+        Sampling::NoteLines(method);
+        if (compiled != nullptr && compiled != method) Sampling::NoteLines(compiled);
     }
     if (!Vm::Wants(EV_JITTED_METHOD_LOADED)) return;
     {

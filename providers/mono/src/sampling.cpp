@@ -6,6 +6,7 @@
 
 #include <semaphore.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -183,14 +184,59 @@ bool Sampling::Pop(Sample &out) {
     return true;
 }
 
+namespace {
+// MonoDebugLineNumberEntry, which mono-debug.h declares without its fields: Mono's
+// debug-internals.h has had these two since Mono 2 (the soft debugger reads them too).
+struct LineNumberEntry {
+    std::uint32_t ilOffset;
+    std::uint32_t nativeOffset;
+};
+}  // namespace
+
+void Sampling::NoteLines(MonoMethod *method) {
+    if (!mono_debug_enabled()) return;
+    MonoDomain *domain = mono_domain_get();
+    MonoDebugMethodJitInfo *jit = domain != nullptr ? mono_debug_find_method(method, domain) : nullptr;
+    if (jit == nullptr) return;
+    std::vector<SLineNumberTableEntry> table;  // IL offset -> line
+    std::string source;
+    Metadata::Lines(*Metadata::Method(method), table, source, /*runtimeThread=*/true);
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> byNative;
+    for (std::uint32_t i = 0; i < jit->num_line_numbers; ++i) {
+        const auto &e = reinterpret_cast<const LineNumberEntry *>(jit->line_numbers)[i];
+        unsigned line = 0;
+        for (const auto &t : table) {
+            if (t.uiOffset > e.ilOffset) break;
+            line = t.uiLineNumber;
+        }
+        if (line != 0) byNative.emplace_back(e.nativeOffset, line);
+    }
+    mono_debug_free_method_jit_info(jit);
+    if (byNative.empty()) return;
+    std::sort(byNative.begin(), byNative.end());
+    std::lock_guard lock(linesMutex_);
+    lines_[method] = std::move(byNative);
+}
+
+unsigned Sampling::LineOf(MonoMethod *m, std::int32_t nativeOffset) {
+    if (nativeOffset < 0) return 0;
+    std::lock_guard lock(linesMutex_);
+    const auto it = lines_.find(m);
+    if (it == lines_.end()) return 0;
+    const auto &v = it->second;
+    auto at = std::upper_bound(v.begin(), v.end(), std::pair{static_cast<std::uint32_t>(nativeOffset), ~0u});
+    return at == v.begin() ? 0 : std::prev(at)->second;
+}
+
 void Sampling::Deliver(const Sample &s) {
     if (s.frames == 0) return;  // in native code with no managed frame (blocked, idle)
     const BitSet wanted = Vm::Core().RequestedData(EV_SAMPLE_HIT);
     std::vector<SStackEntry> stack;
     if (wanted & DR_VM_CALL_STACK) {
         // Methods as registered at JIT time (jit_done); frames of a method never seen
-        // there are left out (counted). No code offsets: mapping a native offset to IL
-        // takes runtime calls, which this thread may not make.
+        // there are left out (counted). Lines from the native offsets, through the
+        // tables jit_done noted (NoteLines): mapping an offset takes runtime calls,
+        // which this thread may not make.
         stack.reserve(s.frames);
         for (std::uint32_t i = 0; i < s.frames; ++i) {
             const MethodInfo *info = Metadata::Known(s.methods[i]);
@@ -199,7 +245,9 @@ void Sampling::Deliver(const Sample &s) {
                 continue;
             }
             if (info->wrapper) continue;
-            stack.push_back(SStackEntry{info->id, ~0u, 0});
+            // A caller's offset is its return address: the call is the instruction before.
+            const std::int32_t offset = i == 0 ? s.nativeOffsets[i] : s.nativeOffsets[i] - 1;
+            stack.push_back(SStackEntry{info->id, ~0u, LineOf(s.methods[i], offset)});
         }
         if (stack.empty()) return;
     }

@@ -22,6 +22,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 namespace martini::mono {
 
@@ -31,6 +35,10 @@ public:
     static void Decide(MonoProfilerHandle h);
     static void SetCallbacks(MonoProfilerHandle h);
     static bool Wanted() { return wanted_; }
+    // jit_done, on a runtime thread, with --debug: the compiled method's native offsets
+    // and their source lines, so that the delivery thread (which may not call into the
+    // runtime) gives each sampled frame its line.
+    static void NoteLines(MonoMethod *method);
     // IMpi::SetSamplingRate through the core: SC_CPU is each thread's CPU clock
     // (SampleClock; Mono's PROCESS mode where that cannot run), SC_WALL Mono's REAL mode
     // (every thread, running or not). Called from MPICL_Instantiate it sets what Decide
@@ -67,6 +75,11 @@ private:
     static bool Pop(Sample &out);
     static bool Queued();
     static void Deliver(const Sample &s);
+    // The line of a native offset in `m`'s code (0 when unknown).
+    static unsigned LineOf(MonoMethod *m, std::int32_t nativeOffset);
+    static inline std::mutex linesMutex_;  // lines_
+    // Per compiled method: (native offset, line), by offset.
+    static inline std::unordered_map<MonoMethod *, std::vector<std::pair<std::uint32_t, std::uint32_t>>> lines_;
     static void DrainAll();
     static void Loop();
     static void SwitchClock();
