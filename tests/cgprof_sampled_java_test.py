@@ -153,6 +153,22 @@ check("each interval holds only its own time", len(spans) == len(parts) and
       all(a[1] < b[0] for a, b in zip(spans, spans[1:])) and
       all((b - a) < 700_000_000 for a, b in spans), spans)
 check("cgprof says where the end profile starts", "since interval point %d" % len(numbers) in log, log)
+# The same through martini attach: a plain JVM profiled for 1.6 s at 500 ms intervals.
+java = subprocess.Popen(["java", "-cp", classes, "Zips", "4000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                        text=True, cwd=work)
+try:
+    import time
+    time.sleep(1.0)
+    attached = os.path.join(work, "attached")
+    r = run([martini, "attach", str(java.pid), "--client", "cgprof=sample=1000,top=0,formats=json", "--duration",
+             "1600ms", "--interval", "500ms", "--output", attached])
+    names = sorted(f for f in os.listdir(attached) if f.endswith(".json")) if os.path.isdir(attached) else []
+    check("martini attach --interval: interval profiles, then the rest at the detach",
+          r.returncode == 0 and "cgprof-1.json" in names and "cgprof-2.json" in names and "cgprof.json" in names,
+          (names, r.stderr[-2000:]))
+finally:
+    java.kill()
+    java.wait()
 r = run([martini, "run", "--interval", "soon", "--", "java", "-cp", classes, "Phases", "1"])
 check("a bad --interval refused", r.returncode == 1 and "--interval 'soon' is not a time" in r.stderr, r.stderr)
 r = run([martini, "run", "--interval", "1s", "--", "mono", "nothing.exe"])
