@@ -2,7 +2,8 @@
 """Coverage on the JVM: `martini run --client coverage -- java ...`.
 Exact line, function and branch counts on programs with one statement per line
 (tests/coverage/Lines.java, Plain.java): a line whose call ends by an exception is
-counted; 8 threads running the same lines give exact totals; class files of versions
+counted; 8 threads running the same lines give exact totals; a class unloaded before
+the end keeps its counts; class files of versions
 48 (no stack maps), 51, 52, 55 and 61 and a class compiled without debug information
 (counted by block, said); the JDK's own code covered on request verifies and runs; the
 tracefile is read by genhtml, the Cobertura XML by xmllint; callcount=counters gives
@@ -68,6 +69,21 @@ if shutil.which("xmllint"):
     check("the Cobertura XML is well-formed", x.returncode == 0, x.stderr)
 html = open(os.path.join(out, "coverage.html")).read()
 check("the HTML shows the source with its counts", "800010" in html and "recurse(n - 1)" in html, html[:300])
+
+# A class that is unloaded before the end: its counts are kept (Unload.java loads Gone
+# through a loader of its own, runs it, drops the loader and collects).
+shutil.copy(os.path.join(source, "tests", "coverage", "Gone.java"), work)
+shutil.copy(os.path.join(source, "tests", "coverage", "Unload.java"), work)
+run([javac, "-g", "-d", os.path.join(work, "gone"), os.path.join(work, "Gone.java")])
+run([javac, "-g", "-d", os.path.join(work, "unload"), os.path.join(work, "Unload.java")])
+un_out = os.path.join(work, "unloaded")
+r = run([martini, "run", "--client", "coverage=include=Gone,formats=lcov", "--output", un_out, "--", "java",
+         "-Xlog:class+unload=info", "-cp", "unload", "Unload", os.path.join(work, "gone")], cwd=work, timeout=300)
+check("Gone was unloaded before the end", "unloading class Gone" in r.stdout and "loader collected" in r.stdout,
+      r.stdout + r.stderr)
+gone = tracefile(os.path.join(un_out, "coverage.info")).get("Gone.java", {"DA": {}})
+check("an unloaded class's counts are kept: its loop line entered 7 times, its test 8",
+      gone["DA"].get(5) == 7 and gone["DA"].get(4) == 8 and gone["DA"].get(7) == 1, gone["DA"])
 
 # callcount from the same counters.
 r = run([martini, "run", "--client", "callcount=counters,include=Lines", "--", "java", "-cp", "lines", "Lines"],
