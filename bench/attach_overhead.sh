@@ -25,13 +25,8 @@ martini=$build/tools/martini
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-src=/usr/lib/jvm/java-17-openjdk-amd64/lib/src.zip
-if [ ! -e "$(readlink -f "$src")" ]; then
-  echo "installing openjdk-17-source for the javac workload"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-source >/dev/null
-fi
-(cd "$work" && unzip -q "$src" 'java.base/java/util/concurrent/*' 'java.base/java/util/function/*' 'java.base/java/util/regex/*')
-find "$work/java.base" -name '*.java' | sort >"$work/sources.txt"
+source bench/javac_workload.sh
+javac_sources "$work"
 javac --add-exports jdk.compiler/com.sun.tools.javac=ALL-UNNAMED -d "$work/driver" bench/java/GatedJavac.java
 
 # One run: prints the timed rounds in ms.

@@ -41,17 +41,10 @@ count=$build/bench/clients/libcount_only.so
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-src=/usr/lib/jvm/java-17-openjdk-amd64/lib/src.zip
-if [ ! -e "$(readlink -f "$src")" ]; then
-  echo "installing openjdk-17-source for the javac workload"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-source >/dev/null
-fi
-(cd "$work" && unzip -q "$src" 'java.base/java/util/concurrent/*' 'java.base/java/util/function/*' 'java.base/java/util/regex/*')
-find "$work/java.base" -name '*.java' | sort >"$work/sources.txt"
+source bench/javac_workload.sh
+javac_sources "$work"
 javac -d "$work/micro" bench/java/CallHeavy.java
 
-javac_cmd() { java "$@" -m jdk.compiler/com.sun.tools.javac.Main -nowarn -XDignore.symbol.file \
-  --patch-module java.base="$work/java.base" -d "$work/out" @"$work/sources.txt"; }
 micro_cmd() { java "$@" -cp "$work/micro" CallHeavy; }
 
 configs=(plain plain-again none-wanted counts counts+time callcount cgprof-counts cgprof-time cgprof-lines jvmti-entry)

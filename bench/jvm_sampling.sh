@@ -48,21 +48,10 @@ agent=$build/providers/jvmti/libmartini-jvmti.so
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-src=/usr/lib/jvm/java-17-openjdk-amd64/lib/src.zip
-if [ ! -e "$(readlink -f "$src")" ]; then
-  echo "installing openjdk-17-source for the javac workload"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-source >/dev/null
-fi
-if [ "${SOURCES:-146}" = 354 ]; then  # a run about twice as long: java.util and every package under it
-  (cd "$work" && unzip -q "$src" 'java.base/java/util/*')
-else
-  (cd "$work" && unzip -q "$src" 'java.base/java/util/concurrent/*' 'java.base/java/util/function/*' 'java.base/java/util/regex/*')
-fi
-find "$work/java.base" -name '*.java' | sort >"$work/sources.txt"
+source bench/javac_workload.sh
+javac_sources "$work" "${SOURCES:-146}"
 echo "javac on $(wc -l <"$work/sources.txt") files" >&2
 
-javac_cmd() { java "$@" -m jdk.compiler/com.sun.tools.javac.Main -nowarn -XDignore.symbol.file \
-  --patch-module java.base="$work/java.base" -d "$work/out" @"$work/sources.txt"; }
 
 configs=(plain sample-100 sample-1k wall-100 jfr-profile)
 all=" plain-again sample-100 sample-1k wall-100 jfr-profile sample-100-nofiles debug-info sample-100-timer sample-1k-timer sample-1 sample-1-events sample-100-events sample-1k-nonative "
