@@ -89,8 +89,7 @@ void Sampling::Decide(MonoProfilerHandle h) {
         wanted_ = false;
         return;
     }
-    cells_ = new Cell[kSlots];
-    for (std::size_t i = 0; i < kSlots; ++i) cells_[i].sequence.store(i, std::memory_order_relaxed);
+    if (!ring_.Map()) core::LogLine("sampling: cannot map the sample queue: samples will be dropped");
     sem_init(&gStop, 0, 0);
     // Until VmInit, Mono's sampler: PROCESS (CPU time of the process: a thread that
     // does not run is not sampled) unless a client asked for wall-clock time.
@@ -144,44 +143,21 @@ void Sampling::OnSampleHit(MonoProfiler *, const mono_byte *, const void *contex
     ThreadContext *ctx = tContext != nullptr ? tContext : tSampled;
     if (ctx == nullptr || ctx->hidden || ctx->ended || stop_.load(std::memory_order_relaxed)) return;
     if (!wall_.load(std::memory_order_relaxed) && !CountPeriods(*ctx)) return;
-    std::size_t pos = enqueue_.load(std::memory_order_relaxed);
-    Cell *cell;
-    for (;;) {
-        cell = &cells_[pos & (kSlots - 1)];
-        const std::size_t seq = cell->sequence.load(std::memory_order_acquire);
-        const auto diff = static_cast<std::intptr_t>(seq) - static_cast<std::intptr_t>(pos);
-        if (diff == 0) {
-            if (enqueue_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) break;
-        } else if (diff < 0) {
-            dropped_.fetch_add(1, std::memory_order_relaxed);  // full
-            return;
-        } else {
-            pos = enqueue_.load(std::memory_order_relaxed);
-        }
+    Sample *s = ring_.Claim();
+    if (s == nullptr) {
+        dropped_.fetch_add(1, std::memory_order_relaxed);  // full
+        return;
     }
-    Sample &s = cell->sample;
-    s.threadId = ctx->id;
-    s.timestamp = core::Clock::NowNs();
-    s.frames = 0;
-    mono_stack_walk_async_safe(WalkFrame, const_cast<void *>(context), &s);
-    cell->sequence.store(pos + 1, std::memory_order_release);
+    s->threadId = ctx->id;
+    s->timestamp = core::Clock::NowNs();
+    s->frames = 0;
+    mono_stack_walk_async_safe(WalkFrame, const_cast<void *>(context), s);
+    ring_.Publish(s);
 }
 
 bool Sampling::Queued() {
     std::lock_guard lock(gDrainMutex);
-    const Cell &cell = cells_[dequeue_ & (kSlots - 1)];
-    return static_cast<std::intptr_t>(cell.sequence.load(std::memory_order_acquire)) -
-               static_cast<std::intptr_t>(dequeue_ + 1) >= 0;
-}
-
-bool Sampling::Pop(Sample &out) {
-    Cell &cell = cells_[dequeue_ & (kSlots - 1)];
-    const std::size_t seq = cell.sequence.load(std::memory_order_acquire);
-    if (static_cast<std::intptr_t>(seq) - static_cast<std::intptr_t>(dequeue_ + 1) < 0) return false;
-    out = cell.sample;
-    cell.sequence.store(dequeue_ + kSlots, std::memory_order_release);
-    ++dequeue_;
-    return true;
+    return ring_.Ready();
 }
 
 namespace {
@@ -270,7 +246,7 @@ void Sampling::DrainAll() {
     std::unique_lock lock(gDrainMutex, std::chrono::seconds(1));
     if (!lock.owns_lock()) return;
     auto sample = std::make_unique<Sample>();
-    while (Pop(*sample)) Deliver(*sample);
+    while (ring_.Pop(*sample)) Deliver(*sample);
 }
 
 void Sampling::Loop() {

@@ -3,8 +3,9 @@
 // CPU timer); in wall mode, and where SampleClock cannot find the signal, Mono's sampler
 // thread signals every attached thread at the rate. Mono's handler calls sample_hit on
 // the signalled thread; there the sampled thread's managed stack is walked with Mono's
-// async-signal-safe walker into a lock-free bounded queue (atomics only: no lock, no
-// allocation, no runtime call other than the walk). A provider thread (not attached to
+// async-signal-safe walker into martini-core's sample ring (core::SampleRing, a
+// lock-free bounded queue: atomics only, no lock, no allocation, no runtime call other
+// than the walk). A provider thread (not attached to
 // the runtime: it makes no runtime call) takes the samples out, finds their methods in
 // the provider's tables (every method is registered when Mono compiles or loads its
 // code) and raises SampleHit: clients' handlers never run in a signal handler, and SampleHit
@@ -19,6 +20,8 @@
 
 #include "threads.h"
 #include "vm.h"
+
+#include "martini/core/sample_ring.h"
 
 #include <atomic>
 #include <cstdint>
@@ -66,13 +69,8 @@ private:
         MonoMethod *methods[kMaxFrames];
         std::int32_t nativeOffsets[kMaxFrames];
     };
-    struct Cell {
-        std::atomic<std::size_t> sequence;
-        Sample sample;
-    };
     static void OnSampleHit(MonoProfiler *, const mono_byte *ip, const void *context);
     static mono_bool WalkFrame(MonoMethod *m, MonoDomain *, void *, int offset, void *data);
-    static bool Pop(Sample &out);
     static bool Queued();
     static void Deliver(const Sample &s);
     // The line of a native offset in `m`'s code (0 when unknown).
@@ -87,9 +85,8 @@ private:
     static void PrintSummary();
 
     static inline bool wanted_ = false;
-    static inline Cell *cells_ = nullptr;
-    static inline std::atomic<std::size_t> enqueue_{0};
-    static inline std::size_t dequeue_ = 0;  // the consumer's (one at a time, drainMutex_)
+    // Filled in the signal handler, emptied by one consumer at a time (gDrainMutex).
+    static inline core::SampleRing<Sample, kSlots> ring_;
     static inline std::atomic<bool> stop_{false};
     static inline std::atomic<std::uint64_t> dropped_{0}, delivered_{0}, unknownFrames_{0};
     // CPU mode: signals taken on the module's threads, periods that passed without one.
