@@ -188,7 +188,7 @@ void OnSignal(int, siginfo_t *info, void *ucontext) {
         const AgctFn agct = gAgct.load(std::memory_order_relaxed);
         JavaVM *vm = Vm::Java();
         const bool jvmThread = vm != nullptr && vm->GetEnv(reinterpret_cast<void **>(&jni), JNI_VERSION_1_6) == JNI_OK;
-        if (RawSample *s = Claim()) {
+        if (RawSample *s = gRing.Claim()) {
             s->tid = static_cast<pid_t>(syscall(SYS_gettid));
             s->threadId = tContext != nullptr ? tContext->id : 0;
             s->missed = info != nullptr && info->si_code == SI_TIMER && info->si_overrun > 0
@@ -211,7 +211,7 @@ void OnSignal(int, siginfo_t *info, void *ucontext) {
             } else {
                 s->numFrames = kNotJvmThread;
             }
-            StateOf(*s).store(kReady, std::memory_order_release);
+            gRing.Publish(s);
             gTaken.fetch_add(1, std::memory_order_relaxed);
         } else {
             gLost.fetch_add(1, std::memory_order_relaxed);
@@ -414,12 +414,7 @@ std::string Sampling::Start(JNIEnv *) {
         if (agct == nullptr) return "this JVM has no AsyncGetCallTrace (not HotSpot?): no SampleHit events";
         gAgct.store(agct);
     }
-    if (gRing == nullptr) {
-        void *ring = mmap(nullptr, sizeof(RawSample) * kSlots, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (ring == MAP_FAILED) return "cannot map the sample buffer: no SampleHit events";
-        gRing = static_cast<RawSample *>(ring);
-        for (std::size_t i = 0; i < kSlots; ++i) new (&gRing[i]) RawSample;
-    }
+    if (!gRing.Map()) return "cannot map the sample buffer: no SampleHit events";
     active_.store(true, std::memory_order_release);  // ClassPrepare makes jmethodIDs from now on
     JmethodIdsForLoadedClasses();
     if (debugFlag_ != nullptr && !hotspot::FindCodeCache()) {

@@ -12,9 +12,9 @@
 //              seconds, sleeping, waiting and blocked ones too.
 //
 // The handler takes no lock, allocates nothing and calls no client: it claims a slot
-// of a preallocated ring (one compare-and-swap), lets AGCT fill the slot's frames and
-// marks it ready. The sampler thread (attached to the JVM as a daemon) takes ready
-// slots every 5 to 100 ms (as long as a quarter of the ring takes to fill at the rate
+// of a preallocated ring (core::SampleRing: one compare-and-swap), lets AGCT fill the
+// slot's frames and publishes it. The sampler thread (attached to the JVM as a daemon)
+// takes the published slots every 5 to 100 ms (as long as a quarter of the ring takes to fill at the rate
 // asked for), turns jmethodIDs into method ids and bytecode indexes into lines, and
 // raises SampleHit there, in time order within each batch. A sample AGCT could not
 // walk is raised without DR_VM_CALL_STACK and counted by AGCT's cause; a sample that
@@ -34,8 +34,8 @@
 //
 // Locks: threadsMutex_ guards threads_ (the sampled OS threads and their timers) and
 // a change of rate or mode, and is never taken in the handler; the ring's slots are
-// handed over by their atomic state; rate and mode are atomics. Start and Stop may be
-// called from any thread of the JVM (VMInit, VMDeath, attach, detach) but not at once
+// handed over by their sequence numbers (core::SampleRing); rate and mode are
+// atomics. Start and Stop may be called from any thread of the JVM (VMInit, VMDeath, attach, detach) but not at once
 // (controlMutex_, which SetRate does not take: a client may set the rate from its
 // SampleHit handler, on the sampler thread that Stop joins).
 #pragma once
@@ -97,6 +97,8 @@ public:
     // VMDeath: one line with what was sampled and what could not be.
     static void PrintSummary();
     static void WarnOfMissedPeriods();
+    // The sampler thread: the compiled method whose code holds `pc`, or null.
+    static jmethodID MethodAt(std::uintptr_t pc);
 
 private:
     // CPU mode counts a thread's CPU time with a perf task-clock event (a signal per
@@ -145,7 +147,6 @@ private:
     };
     static inline std::mutex codeMutex_;  // code_ (code events and the sampler thread; never the handler)
     static inline std::map<std::uintptr_t, CodeRange> code_;  // by start address
-    static jmethodID MethodAt(std::uintptr_t pc);
     // The code events were on from Agent_OnLoad, so every range was seen; else
     // Start asks the JVM for the code made before (GenerateEvents).
     static inline bool codeComplete_ = false;

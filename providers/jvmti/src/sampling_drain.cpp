@@ -1,5 +1,6 @@
-// Sampling's drain side: the sampler thread that takes the ring's ready samples,
-// names their frames and raises them as SampleHit events, and the summary at the end.
+// Sampling's drain side: the sampler thread that takes the ring's published samples,
+// names their frames and raises them as SampleHit events (no slot held while a client
+// runs), and the summary at the end.
 #include "sampling.h"
 
 #include "classes.h"
@@ -81,7 +82,7 @@ void Sampling::Run() {
     }
     // Samples taken before the timers were deleted: a handler still running on
     // another thread finishes its slot within microseconds (waited for, 10 ms at most).
-    for (int i = 0; i < 100 && AnySlotIs(kFilling); ++i) std::this_thread::sleep_for(std::chrono::microseconds(100));
+    for (int i = 0; i < 100 && gRing.AnyClaimed(); ++i) std::this_thread::sleep_for(std::chrono::microseconds(100));
     Drain(jni);
     gMethodCache.clear();
     timespec cpu{};
@@ -206,67 +207,88 @@ void StackOf(const RawSample &s, jmethodID interrupted, std::vector<SStackEntry>
 
 }  // namespace
 
-void Sampling::Drain(JNIEnv *jni) {
-    struct Ready {
-        RawSample *slot;
-        std::uint64_t time;
-    };
-    std::vector<Ready> ready;
-    for (std::size_t i = 0; i < kSlots; ++i) {
-        if (gStates[i].load(std::memory_order_acquire) == kReady) ready.push_back({&gRing[i], gRing[i].timeNs});
+namespace {
+
+// A sample named and ready to raise: its slot is back in the ring before any client
+// runs.
+struct Hit {
+    TId threadId;
+    std::uint64_t time;
+    std::vector<SStackEntry> stack;
+};
+std::vector<Hit> gHits;  // the sampler thread's, reused from batch to batch
+
+// The sample's stack into `stack`, its thread into `threadId`; false when it is not
+// raised (not a Java thread's, or no id).
+bool Name(const RawSample &s, TId &threadId, std::vector<SStackEntry> &stack, std::vector<pid_t> &notJava) {
+    const jint n = s.numFrames;
+    threadId = s.threadId;
+    stack.clear();
+    if (!FromJavaThread(s, threadId, notJava)) {
+        if (n == kNotJvmThread) gNotJvmThread.fetch_add(1, std::memory_order_relaxed);
+        return false;
     }
+    if (n > 0) {
+        // A walk retried from the caller: the interrupted frame is named by the
+        // compiled method its address is in, when it is in one.
+        StackOf(s, s.frames[0].lineno == kUnknownFrameLine && s.numNative == 0 ? Sampling::MethodAt(s.pc) : nullptr,
+                stack);
+    } else if (n == kNotJvmThread) {
+        // A thread of the JVM's own with no Java stack: its native frames are its stack.
+        NativeFramesOf(s, stack);
+        gJvmOwn.fetch_add(1, std::memory_order_relaxed);
+    } else {
+        const int cause = -n;
+        gFailed[cause < kCauseCount ? cause : kCauseCount].fetch_add(1, std::memory_order_relaxed);
+        // AGCT found no Java frame it could walk: the native frames still name the
+        // sample (the JVM's own code, a JNI library), or the code blob it was
+        // interrupted in (the interpreter, a stub), without the Java frames.
+        if (NativeFramesOf(s, stack)) {
+            gNativeNamed.fetch_add(1, std::memory_order_relaxed);
+        } else if (const TId blob = s.numNative == 0 ? BlobMethodAt(s.pc) : 0; blob != 0) {
+            stack.push_back({blob, ~0u, 0u});
+            gNativeNamed.fetch_add(1, std::memory_order_relaxed);
+        }
+    }
+    if (s.numNative > 0 && !stack.empty()) gWithNative.fetch_add(1, std::memory_order_relaxed);
+    gMissed.fetch_add(s.missed, std::memory_order_relaxed);
+    if (threadId == 0) {
+        gNoId.fetch_add(1, std::memory_order_relaxed);
+        return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+void Sampling::Drain(JNIEnv *jni) {
+    // The published slots in claim order, then by time: named first (their slots go
+    // back to the ring), raised after.
+    std::vector<const RawSample *> ready;
+    for (std::size_t k = 0; const RawSample *s = gRing.Peek(k); ++k) ready.push_back(s);
     if (ready.empty()) return;  // most wakeups at low rates: no JNI frame for those
     const LocalFrame frame(jni);
-    std::sort(ready.begin(), ready.end(), [](const Ready &a, const Ready &b) { return a.time < b.time; });
+    std::stable_sort(ready.begin(), ready.end(),
+                     [](const RawSample *a, const RawSample *b) { return a->timeNs < b->timeNs; });
+    std::vector<pid_t> notJava;  // threads to stop sampling
+    std::size_t hits = 0;
+    for (const RawSample *s : ready) {
+        if (gHits.size() == hits) gHits.emplace_back();
+        Hit &h = gHits[hits];
+        h.time = s->timeNs;
+        if (Name(*s, h.threadId, h.stack, notJava)) ++hits;
+    }
+    gRing.Release(ready.size());
     core::Core &core = Vm::Core();
     const BitSet wanted = core.RequestedData(EV_SAMPLE_HIT);
-    std::vector<SStackEntry> stack;
-    std::vector<pid_t> notJava;  // threads to stop sampling
-    for (const Ready &r : ready) {
-        RawSample &s = *r.slot;
-        const jint n = s.numFrames;
-        TId threadId = s.threadId;
-        stack.clear();
-        if (!FromJavaThread(s, threadId, notJava)) {
-            if (n == kNotJvmThread) gNotJvmThread.fetch_add(1, std::memory_order_relaxed);
-            StateOf(s).store(kFree, std::memory_order_release);
-            continue;
-        }
-        if (n > 0) {
-            // A walk retried from the caller: the interrupted frame is named by the
-            // compiled method its address is in, when it is in one.
-            StackOf(s, s.frames[0].lineno == kUnknownFrameLine && s.numNative == 0 ? MethodAt(s.pc) : nullptr, stack);
-        } else if (n == kNotJvmThread) {
-            // A thread of the JVM's own with no Java stack: its native frames are its stack.
-            NativeFramesOf(s, stack);
-            gJvmOwn.fetch_add(1, std::memory_order_relaxed);
-        } else {
-            const int cause = -n;
-            gFailed[cause < kCauseCount ? cause : kCauseCount].fetch_add(1, std::memory_order_relaxed);
-            // AGCT found no Java frame it could walk: the native frames still name the
-            // sample (the JVM's own code, a JNI library), or the code blob it was
-            // interrupted in (the interpreter, a stub), without the Java frames.
-            if (NativeFramesOf(s, stack)) {
-                gNativeNamed.fetch_add(1, std::memory_order_relaxed);
-            } else if (const TId blob = s.numNative == 0 ? BlobMethodAt(s.pc) : 0; blob != 0) {
-                stack.push_back({blob, ~0u, 0u});
-                gNativeNamed.fetch_add(1, std::memory_order_relaxed);
-            }
-        }
-        if (s.numNative > 0 && !stack.empty()) gWithNative.fetch_add(1, std::memory_order_relaxed);
-        gMissed.fetch_add(s.missed, std::memory_order_relaxed);
-        const std::uint64_t time = s.timeNs;
-        StateOf(s).store(kFree, std::memory_order_release);
-        if (threadId == 0) {
-            gNoId.fetch_add(1, std::memory_order_relaxed);
-            continue;
-        }
+    for (std::size_t i = 0; i < hits; ++i) {
+        Hit &h = gHits[i];
         SSampleHitEventData d;
-        core::Put(d, wanted, DR_THREAD_ID, d.threadId, threadId);
-        core::Put(d, wanted, DR_CPU_TIMESTAMP, d.uiCpuTimestamp, time);
-        if (!stack.empty() && (wanted & DR_VM_CALL_STACK)) {
-            d.stackTrace.entries = stack.data();
-            d.stackTrace.uiSize = d.stackTrace.uiActualSize = static_cast<unsigned>(stack.size());
+        core::Put(d, wanted, DR_THREAD_ID, d.threadId, h.threadId);
+        core::Put(d, wanted, DR_CPU_TIMESTAMP, d.uiCpuTimestamp, h.time);
+        if (!h.stack.empty() && (wanted & DR_VM_CALL_STACK)) {
+            d.stackTrace.entries = h.stack.data();
+            d.stackTrace.uiSize = d.stackTrace.uiActualSize = static_cast<unsigned>(h.stack.size());
             d.validData |= DR_VM_CALL_STACK;
         }
         // One stack, one sample: periods a timer missed are counted (gMissed), never

@@ -1,14 +1,15 @@
 // The state the sampler's two sides share: the signal handler that fills the ring
 // (sampling.cpp) and the sampler thread that drains it into SampleHit events
-// (sampling_drain.cpp). Private to Sampling; see sampling.h for the locks.
+// (sampling_drain.cpp). Private to Sampling; see sampling.h for the locks. The ring is
+// martini-core's core::SampleRing: its slots are handed over by their sequence numbers.
 #pragma once
 
 #include "jvm_support.h"
 #include "vm.h"
+#include "martini/core/sample_ring.h"
 
 #include <sys/types.h>
 
-#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -56,8 +57,7 @@ inline std::atomic<AgctFn> gAgct{nullptr};
 
 constexpr jint kMaxFrames = 512;
 constexpr int kMaxNativeFrames = 128;
-constexpr std::size_t kSlots = 1024;
-enum SlotState : std::uint32_t { kFree = 0, kFilling = 1, kReady = 2 };
+constexpr std::size_t kSlots = 1024;  // a power of two (core::SampleRing)
 
 struct RawSample {
     jint numFrames = 0;
@@ -74,12 +74,9 @@ struct RawSample {
     AgctFrame frames[kMaxFrames];
 };
 
-inline RawSample *gRing = nullptr;  // kSlots, mapped once, never unmapped
-// Each slot's state, apart from the 8 KiB slots: the sampler thread's scan reads one
-// page, not a page per slot.
-inline std::array<std::atomic<std::uint32_t>, kSlots> gStates{};
-inline std::atomic<std::uint32_t> &StateOf(const RawSample &s) { return gStates[static_cast<std::size_t>(&s - gRing)]; }
-inline std::atomic<std::uint64_t> gNext{0};
+// Claimed and published in the signal handler, read by the sampler thread alone.
+// Mapped at the first Start (9 MiB), never unmapped.
+inline core::SampleRing<RawSample, kSlots> gRing;
 
 // Counters (relaxed: read for the summary).
 inline std::atomic<std::uint64_t> gWalkedFromCaller{0}, gRecovered{0}, gNamedByAddress{0};
@@ -89,19 +86,6 @@ inline std::atomic<std::uint64_t> gNativeNamed{0};  // samples AGCT could not wa
 inline std::atomic<std::uint64_t> gWithNative{0};   // samples with native frames on top
 inline std::atomic<std::uint64_t> gJvmOwn{0};       // samples of threads without a JVM thread (GC workers, ...)
 inline std::array<std::atomic<std::uint64_t>, kCauseCount + 1> gFailed{};  // last: causes AGCT does not name
-
-inline RawSample *Claim() {
-    // A few slots from the next free one; a full ring loses the sample.
-    const std::uint64_t start = gNext.fetch_add(1, std::memory_order_relaxed);
-    for (std::uint64_t i = 0; i < 8; ++i) {
-        RawSample &s = gRing[(start + i) % kSlots];
-        std::uint32_t expected = kFree;
-        if (StateOf(s).compare_exchange_strong(expected, kFilling, std::memory_order_acquire, std::memory_order_relaxed)) {
-            return &s;
-        }
-    }
-    return nullptr;
-}
 
 inline std::atomic<int> gPerfRefused{0};  // errno of the first refusal: no further attempts
 inline std::atomic<std::uint64_t> gMissed{0};  // timer periods that passed without a signal
@@ -151,11 +135,6 @@ public:
 private:
     JNIEnv *jni_;
 };
-
-inline bool AnySlotIs(SlotState state) {
-    return std::any_of(gStates.begin(), gStates.end(),
-                       [state](const auto &s) { return s.load(std::memory_order_acquire) == state; });
-}
 
 // jmethodID -> method id, on the sampler thread only (jmethodIDs are never reused).
 inline std::unordered_map<jmethodID, TId> gMethodCache;
