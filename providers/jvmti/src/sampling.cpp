@@ -1,22 +1,21 @@
 #include "sampling.h"
 
 #include "classes.h"
+#include "code_map.h"
 #include "hotspot.h"
 #include "sampling_shared.h"
 #include "jvm_support.h"
+#include "native_unwind.h"
 #include "threads.h"
 #include "martini/core/log.h"
 
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
-#include <pthread.h>
 #include <ucontext.h>
 #include <dlfcn.h>
 #include <signal.h>
-#include <sys/uio.h>
 #include <sys/ioctl.h>
-#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -36,147 +35,6 @@ namespace martini::jvm {
 using namespace sampling;
 
 namespace {
-
-// ---- Where the JVM's code is ---------------------------------------------------------------
-
-// One bit per 32 bytes of a 2 GiB window around the first code the JVM reported (its
-// code cache is one reservation, 240 MiB by default): set for compiled methods that
-// are alive, the interpreter and the stubs. Read by the handler without a lock.
-constexpr std::uintptr_t kCodeGrain = 32;
-constexpr std::uintptr_t kCodeWindow = std::uintptr_t{1} << 31;
-std::atomic<std::uintptr_t> gCodeBase{0};
-std::atomic<std::uint8_t> *gCodeBits = nullptr;  // kCodeWindow / kCodeGrain bits, mapped on first use
-
-bool IsCode(std::uintptr_t pc) {
-    if (hotspot::InCodeCache(pc)) return true;
-    const std::uintptr_t base = gCodeBase.load(std::memory_order_acquire);
-    if (base == 0 || pc < base || pc - base >= kCodeWindow) return false;
-    const std::uintptr_t granule = (pc - base) / kCodeGrain;
-    return (gCodeBits[granule / 8].load(std::memory_order_relaxed) >> (granule % 8)) & 1;
-}
-
-void MarkCode(std::uintptr_t start, std::size_t size, bool live) {
-    if (size == 0) return;
-    if (gCodeBase.load(std::memory_order_acquire) == 0) {
-        void *bits = mmap(nullptr, kCodeWindow / kCodeGrain / 8, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                          -1, 0);
-        if (bits == MAP_FAILED) return;
-        gCodeBits = static_cast<std::atomic<std::uint8_t> *>(bits);
-        const std::uintptr_t half = kCodeWindow / 2;
-        gCodeBase.store(start > half ? (start - half) & ~(kCodeGrain - 1) : kCodeGrain, std::memory_order_release);
-    }
-    const std::uintptr_t base = gCodeBase.load(std::memory_order_acquire);
-    if (start < base || start - base >= kCodeWindow || start - base + size > kCodeWindow) return;
-    // Unloading clears whole granules: a neighbour's first or last 32 bytes may read
-    // as no code until it is reported again (a retry missed, never a wrong one).
-    for (std::uintptr_t g = (start - base) / kCodeGrain; g <= (start - base + size - 1) / kCodeGrain; ++g) {
-        const auto bit = static_cast<std::uint8_t>(1u << (g % 8));
-        if (live) gCodeBits[g / 8].fetch_or(bit, std::memory_order_relaxed);
-        else gCodeBits[g / 8].fetch_and(static_cast<std::uint8_t>(~bit), std::memory_order_relaxed);
-    }
-}
-
-// The top of the calling thread's stack (set at ThreadStarted and Start, outside the
-// handler); 0 when not known. Bounds the retry below.
-constinit thread_local std::uintptr_t tStackTop __attribute__((tls_model("initial-exec"))) = 0;
-
-void NoteStackTop() {
-    pthread_attr_t attr;
-    if (pthread_getattr_np(pthread_self(), &attr) != 0) return;
-    void *base = nullptr;
-    std::size_t size = 0;
-    if (pthread_attr_getstack(&attr, &base, &size) == 0) tStackTop = reinterpret_cast<std::uintptr_t>(base) + size;
-    pthread_attr_destroy(&attr);
-}
-
-// AGCT gives up (-5, -6) when the interrupted frame is not fully built (a method's
-// prologue or epilogue, a stub: JDK-8178287). Walked again from its caller, as
-// async-profiler does: first as if the signal came right at a call (the return
-// address on top of the stack), then through the frame pointer, each only when the
-// stack slots read lie inside this thread's stack and the address found there is in
-// code the JVM reported (a compiled method alive, the interpreter, a stub): AGCT
-// must not be handed an address that is not a return address into live code. The frame the thread was in is
-// left as an unknown frame (method 0) on top, so its time stays visible and is not
-// given to the caller. The registers are put back before the handler returns.
-void WalkFromCaller(const AgctFn agct, AgctTrace &trace, void *ucontext) {
-#if defined(__x86_64__)
-    const std::uintptr_t top = tStackTop;
-    if (top == 0 || ucontext == nullptr) return;
-    auto *uc = static_cast<ucontext_t *>(ucontext);
-    greg_t &rip = uc->uc_mcontext.gregs[REG_RIP], &rsp = uc->uc_mcontext.gregs[REG_RSP],
-           &rbp = uc->uc_mcontext.gregs[REG_RBP];
-    const greg_t pc = rip, sp = rsp, fp = rbp;
-    const auto usp = static_cast<std::uintptr_t>(sp), ufp = static_cast<std::uintptr_t>(fp);
-    auto retry = [&](greg_t newPc, greg_t newSp, greg_t newFp) {
-        rip = newPc;
-        rsp = newSp;
-        rbp = newFp;
-        trace.frames[0] = {kUnknownFrameLine, nullptr};
-        AgctTrace again{trace.env, 0, trace.frames + 1};
-        agct(&again, kMaxFrames - 1, ucontext);
-        if (again.numFrames > 0) trace.numFrames = again.numFrames + 1;
-    };
-    if (usp % 8 == 0 && usp + 8 <= top) {
-        const greg_t ret = *reinterpret_cast<const greg_t *>(usp);
-        if (IsCode(static_cast<std::uintptr_t>(ret))) retry(ret, sp + 8, fp);
-    }
-    if (trace.numFrames <= 0 && ufp % 8 == 0 && ufp > usp && ufp + 16 <= top) {
-        const greg_t ret = reinterpret_cast<const greg_t *>(ufp)[1];
-        if (IsCode(static_cast<std::uintptr_t>(ret))) retry(ret, fp + 16, reinterpret_cast<const greg_t *>(ufp)[0]);
-    }
-    rip = pc;
-    rsp = sp;
-    rbp = fp;
-#else
-    (void)agct, (void)trace, (void)ucontext;
-#endif
-}
-
-// A frame's saved frame pointer and return address. Inside the thread's stack (its top
-// known: Java threads, from their ThreadStart) a plain read; otherwise (the JVM's own
-// threads, which have none) through process_vm_readv, a system call that fails where
-// a read would fault. Async-signal-safe.
-__attribute__((no_sanitize("address"))) bool ReadFrame(std::uintptr_t fp, std::uintptr_t top, std::uintptr_t frame[2]) {
-    if (top != 0) {
-        if (fp + 16 > top) return false;
-        const auto *slots = reinterpret_cast<const std::uintptr_t *>(fp);
-        frame[0] = slots[0];
-        frame[1] = slots[1];
-        return true;
-    }
-    iovec local{frame, 16};
-    iovec remote{reinterpret_cast<void *>(fp), 16};
-    return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == 16;
-}
-
-// The native frames on top of the stack (RawSample::native): the interrupted address
-// when it is not in the JVM's code, then the return addresses of the frame-pointer
-// chain (each frame above the one before, within 16 MiB of the stack pointer) until one
-// is in the JVM's code: there the Java frames AGCT walks begin. Code built without
-// frame pointers gives a wrong caller or none; the sampler thread keeps the frames up
-// to the first address that lies in no library (sampling_drain.cpp).
-void WalkNative(RawSample &s, void *ucontext) {
-    s.numNative = 0;
-#if defined(__x86_64__)
-    const std::uintptr_t top = tStackTop;
-    if (ucontext == nullptr || !NativeWalkChosen() || IsCode(s.pc)) return;
-    s.native[s.numNative++] = s.pc;
-    const auto *uc = static_cast<const ucontext_t *>(ucontext);
-    std::uintptr_t sp = static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RSP]);
-    std::uintptr_t fp = static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RBP]);
-    const std::uintptr_t limit = sp + (std::uintptr_t{16} << 20);
-    std::uintptr_t frame[2];
-    while (s.numNative < kMaxNativeFrames && fp % 8 == 0 && fp >= sp && fp < limit && ReadFrame(fp, top, frame)) {
-        const std::uintptr_t ret = frame[1];
-        if (ret == 0 || IsCode(ret)) break;
-        s.native[s.numNative++] = ret;
-        sp = fp + 16;
-        fp = frame[0];
-    }
-#else
-    (void)ucontext;
-#endif
-}
 
 // The signal handler: async-signal-safe throughout (TLS reads, atomics, AGCT, rdtsc
 // or clock_gettime, gettid).
@@ -198,13 +56,13 @@ void OnSignal(int, siginfo_t *info, void *ucontext) {
 #if defined(__x86_64__)
             s->pc = static_cast<std::uintptr_t>(static_cast<ucontext_t *>(ucontext)->uc_mcontext.gregs[REG_RIP]);
 #endif
-            WalkNative(*s, ucontext);
+            NativeUnwind::Walk(*s, ucontext);
             if (jvmThread && agct != nullptr) {
                 AgctTrace trace{jni, 0, s->frames};
                 agct(&trace, kMaxFrames, ucontext);
                 if (trace.numFrames == -5 || trace.numFrames == -6) {
                     gWalkedFromCaller.fetch_add(1, std::memory_order_relaxed);
-                    WalkFromCaller(agct, trace, ucontext);
+                    NativeUnwind::WalkFromCaller(agct, trace, ucontext);
                     if (trace.numFrames > 0) gRecovered.fetch_add(1, std::memory_order_relaxed);
                 }
                 s->numFrames = trace.numFrames;
@@ -285,6 +143,7 @@ void Sampling::AddCapabilities(jvmtiCapabilities &caps) {
     const char *how = std::getenv("MARTINI_SAMPLING_DEBUG_INFO");
     const bool events = how != nullptr && std::strcmp(how, "events") == 0;
     debugFlag_ = events ? nullptr : hotspot::BoolFlag("DebugNonSafepoints");
+    CodeMap::UseHotspotTables(debugFlag_ != nullptr);
     if (debugFlag_ != nullptr) debugFlagBefore_ = *debugFlag_;  // set by SwitchEvents
     else caps.can_generate_compiled_method_load_events = 1;
     caps.can_get_line_numbers = 1;
@@ -352,35 +211,11 @@ void Sampling::Prepared(jclass klass) {
 
 void Sampling::CodeLoaded(const void *address, jint size, jmethodID method) {
     if (!wanted_ || address == nullptr || size <= 0) return;
-    const auto start = reinterpret_cast<std::uintptr_t>(address);
-    {
-        std::lock_guard lock(codeMutex_);
-        code_[start] = {static_cast<std::size_t>(size), method};
-    }
-    MarkCode(start, static_cast<std::size_t>(size), true);
+    CodeMap::Loaded(reinterpret_cast<std::uintptr_t>(address), static_cast<std::size_t>(size), method);
 }
 
 void Sampling::CodeUnloaded(const void *address) {
-    if (!wanted_) return;
-    const auto start = reinterpret_cast<std::uintptr_t>(address);
-    std::size_t size = 0;
-    {
-        std::lock_guard lock(codeMutex_);
-        auto it = code_.find(start);
-        if (it == code_.end()) return;
-        size = it->second.size;
-        code_.erase(it);
-    }
-    MarkCode(start, size, false);
-}
-
-jmethodID Sampling::MethodAt(std::uintptr_t pc) {
-    if (debugFlag_ != nullptr) return hotspot::CompiledMethodAt(pc);
-    std::lock_guard lock(codeMutex_);
-    auto it = code_.upper_bound(pc);
-    if (it == code_.begin()) return nullptr;
-    --it;
-    return pc - it->first < it->second.size ? it->second.method : nullptr;
+    if (wanted_) CodeMap::Unloaded(reinterpret_cast<std::uintptr_t>(address));
 }
 
 void Sampling::JmethodIdsForLoadedClasses() {
@@ -405,8 +240,8 @@ void Sampling::JmethodIdsForLoadedClasses() {
 }
 
 std::string Sampling::Start(JNIEnv *) {
-    NoteStackTop();  // the calling thread's (VMInit: the main thread)
-    (void)NativeWalkChosen();  // read here, never first in the handler
+    NativeUnwind::NoteStackTop();  // the calling thread's (VMInit: the main thread)
+    (void)NativeUnwind::Chosen();  // read here, never first in the handler
     std::lock_guard control(controlMutex_);
     if (running_.load(std::memory_order_acquire)) return "";
     if (gAgct.load() == nullptr) {
@@ -474,11 +309,7 @@ void Sampling::Stop() {
     // for it all again.
     active_.store(false, std::memory_order_release);
     SwitchEvents(false);
-    {
-        std::lock_guard lock(codeMutex_);
-        code_.clear();
-    }
-    if (gCodeBits != nullptr) madvise(gCodeBits, kCodeWindow / kCodeGrain / 8, MADV_DONTNEED);  // zeroes
+    CodeMap::Clear();
     codeComplete_ = false;
 }
 
@@ -544,7 +375,7 @@ void Sampling::DropThreadLocked(pid_t tid) {
 
 void Sampling::ThreadStarted() {
     if (!wanted_ || tSamplerThread) return;
-    NoteStackTop();
+    NativeUnwind::NoteStackTop();
     if (!running_.load(std::memory_order_acquire)) return;
     std::lock_guard lock(threadsMutex_);
     AddThreadLocked(static_cast<pid_t>(syscall(SYS_gettid)));

@@ -47,7 +47,6 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <map>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -97,8 +96,6 @@ public:
     // VMDeath: one line with what was sampled and what could not be.
     static void PrintSummary();
     static void WarnOfMissedPeriods();
-    // The sampler thread: the compiled method whose code holds `pc`, or null.
-    static jmethodID MethodAt(std::uintptr_t pc);
 
 private:
     // CPU mode counts a thread's CPU time with a perf task-clock event (a signal per
@@ -141,12 +138,6 @@ private:
     static inline std::mutex threadsMutex_;
     static inline std::unordered_map<pid_t, SampledThread> threads_;
     static inline std::thread thread_;
-    struct CodeRange {
-        std::size_t size;
-        jmethodID method;
-    };
-    static inline std::mutex codeMutex_;  // code_ (code events and the sampler thread; never the handler)
-    static inline std::map<std::uintptr_t, CodeRange> code_;  // by start address
     // The code events were on from Agent_OnLoad, so every range was seen; else
     // Start asks the JVM for the code made before (GenerateEvents).
     static inline bool codeComplete_ = false;

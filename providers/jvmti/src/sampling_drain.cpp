@@ -4,6 +4,7 @@
 #include "sampling.h"
 
 #include "classes.h"
+#include "code_map.h"
 #include "hotspot.h"
 #include "sampling_shared.h"
 #include "threads.h"
@@ -231,7 +232,7 @@ bool Name(const RawSample &s, TId &threadId, std::vector<SStackEntry> &stack, st
     if (n > 0) {
         // A walk retried from the caller: the interrupted frame is named by the
         // compiled method its address is in, when it is in one.
-        StackOf(s, s.frames[0].lineno == kUnknownFrameLine && s.numNative == 0 ? Sampling::MethodAt(s.pc) : nullptr,
+        StackOf(s, s.frames[0].lineno == kUnknownFrameLine && s.numNative == 0 ? CodeMap::MethodAt(s.pc) : nullptr,
                 stack);
     } else if (n == kNotJvmThread) {
         // A thread of the JVM's own with no Java stack: its native frames are its stack.

@@ -68,7 +68,7 @@ struct RawSample {
     std::uint64_t timeNs = 0;
     // The native frames above the Java ones, innermost first: the interrupted address
     // when it is outside the JVM's code, then the return addresses the frame-pointer
-    // chain gives until it reaches the JVM's code (sampling.cpp: WalkNative).
+    // chain gives until it reaches the JVM's code (native_unwind.h).
     std::int32_t numNative = 0;
     std::uintptr_t native[kMaxNativeFrames];
     AgctFrame frames[kMaxFrames];
@@ -96,15 +96,6 @@ inline bool PerfChosen() {
     static const bool chosen = [] {
         const char *clock = std::getenv("MARTINI_SAMPLING_CLOCK");
         return clock == nullptr || (std::strcmp(clock, "timer") != 0 && std::strcmp(clock, "timers") != 0);
-    }();
-    return chosen;
-}
-
-// Native frames are walked unless MARTINI_SAMPLING_NATIVE=0 (for measuring their cost).
-inline bool NativeWalkChosen() {
-    static const bool chosen = [] {
-        const char *native = std::getenv("MARTINI_SAMPLING_NATIVE");
-        return native == nullptr || std::strcmp(native, "0") != 0;
     }();
     return chosen;
 }

@@ -1,0 +1,131 @@
+#include "native_unwind.h"
+
+#include "code_map.h"
+
+#include <pthread.h>
+#include <sys/uio.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+
+namespace martini::jvm {
+
+using namespace sampling;
+
+namespace {
+
+// The top of the calling thread's stack (set at ThreadStarted and Start, outside the
+// handler); 0 when not known. Bounds the retry below.
+constinit thread_local std::uintptr_t tStackTop __attribute__((tls_model("initial-exec"))) = 0;
+
+// A frame's saved frame pointer and return address. Inside the thread's stack (its top
+// known: Java threads, from their ThreadStart) a plain read; otherwise (the JVM's own
+// threads, which have none) through process_vm_readv, a system call that fails where
+// a read would fault. Async-signal-safe.
+__attribute__((no_sanitize("address"))) bool ReadFrame(std::uintptr_t fp, std::uintptr_t top, std::uintptr_t frame[2]) {
+    if (top != 0) {
+        if (fp + 16 > top) return false;
+        const auto *slots = reinterpret_cast<const std::uintptr_t *>(fp);
+        frame[0] = slots[0];
+        frame[1] = slots[1];
+        return true;
+    }
+    iovec local{frame, 16};
+    iovec remote{reinterpret_cast<void *>(fp), 16};
+    return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == 16;
+}
+
+}  // namespace
+
+bool NativeUnwind::Chosen() {
+    static const bool chosen = [] {
+        const char *native = std::getenv("MARTINI_SAMPLING_NATIVE");
+        return native == nullptr || std::strcmp(native, "0") != 0;
+    }();
+    return chosen;
+}
+
+void NativeUnwind::NoteStackTop() {
+    pthread_attr_t attr;
+    if (pthread_getattr_np(pthread_self(), &attr) != 0) return;
+    void *base = nullptr;
+    std::size_t size = 0;
+    if (pthread_attr_getstack(&attr, &base, &size) == 0) tStackTop = reinterpret_cast<std::uintptr_t>(base) + size;
+    pthread_attr_destroy(&attr);
+}
+
+// AGCT gives up (-5, -6) when the interrupted frame is not fully built (a method's
+// prologue or epilogue, a stub: JDK-8178287). Walked again from its caller, as
+// async-profiler does: first as if the signal came right at a call (the return
+// address on top of the stack), then through the frame pointer, each only when the
+// stack slots read lie inside this thread's stack and the address found there is in
+// code the JVM reported (a compiled method alive, the interpreter, a stub): AGCT
+// must not be handed an address that is not a return address into live code. The frame the thread was in is
+// left as an unknown frame (method 0) on top, so its time stays visible and is not
+// given to the caller. The registers are put back before the handler returns.
+void NativeUnwind::WalkFromCaller(const AgctFn agct, AgctTrace &trace, void *ucontext) {
+#if defined(__x86_64__)
+    const std::uintptr_t top = tStackTop;
+    if (top == 0 || ucontext == nullptr) return;
+    auto *uc = static_cast<ucontext_t *>(ucontext);
+    greg_t &rip = uc->uc_mcontext.gregs[REG_RIP], &rsp = uc->uc_mcontext.gregs[REG_RSP],
+           &rbp = uc->uc_mcontext.gregs[REG_RBP];
+    const greg_t pc = rip, sp = rsp, fp = rbp;
+    const auto usp = static_cast<std::uintptr_t>(sp), ufp = static_cast<std::uintptr_t>(fp);
+    auto retry = [&](greg_t newPc, greg_t newSp, greg_t newFp) {
+        rip = newPc;
+        rsp = newSp;
+        rbp = newFp;
+        trace.frames[0] = {kUnknownFrameLine, nullptr};
+        AgctTrace again{trace.env, 0, trace.frames + 1};
+        agct(&again, kMaxFrames - 1, ucontext);
+        if (again.numFrames > 0) trace.numFrames = again.numFrames + 1;
+    };
+    if (usp % 8 == 0 && usp + 8 <= top) {
+        const greg_t ret = *reinterpret_cast<const greg_t *>(usp);
+        if (CodeMap::IsCode(static_cast<std::uintptr_t>(ret))) retry(ret, sp + 8, fp);
+    }
+    if (trace.numFrames <= 0 && ufp % 8 == 0 && ufp > usp && ufp + 16 <= top) {
+        const greg_t ret = reinterpret_cast<const greg_t *>(ufp)[1];
+        if (CodeMap::IsCode(static_cast<std::uintptr_t>(ret))) retry(ret, fp + 16, reinterpret_cast<const greg_t *>(ufp)[0]);
+    }
+    rip = pc;
+    rsp = sp;
+    rbp = fp;
+#else
+    (void)agct, (void)trace, (void)ucontext;
+#endif
+}
+
+// The native frames on top of the stack (RawSample::native): the interrupted address
+// when it is not in the JVM's code, then the return addresses of the frame-pointer
+// chain (each frame above the one before, within 16 MiB of the stack pointer) until one
+// is in the JVM's code: there the Java frames AGCT walks begin. Code built without
+// frame pointers gives a wrong caller or none; the sampler thread keeps the frames up
+// to the first address that lies in no library (sampling_drain.cpp).
+void NativeUnwind::Walk(RawSample &s, void *ucontext) {
+    s.numNative = 0;
+#if defined(__x86_64__)
+    const std::uintptr_t top = tStackTop;
+    if (ucontext == nullptr || !Chosen() || CodeMap::IsCode(s.pc)) return;
+    s.native[s.numNative++] = s.pc;
+    const auto *uc = static_cast<const ucontext_t *>(ucontext);
+    std::uintptr_t sp = static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RSP]);
+    std::uintptr_t fp = static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RBP]);
+    const std::uintptr_t limit = sp + (std::uintptr_t{16} << 20);
+    std::uintptr_t frame[2];
+    while (s.numNative < kMaxNativeFrames && fp % 8 == 0 && fp >= sp && fp < limit && ReadFrame(fp, top, frame)) {
+        const std::uintptr_t ret = frame[1];
+        if (ret == 0 || CodeMap::IsCode(ret)) break;
+        s.native[s.numNative++] = ret;
+        sp = fp + 16;
+        fp = frame[0];
+    }
+#else
+    (void)ucontext;
+#endif
+}
+
+}  // namespace martini::jvm
