@@ -6,29 +6,21 @@
 #include "sampling_shared.h"
 #include "jvm_support.h"
 #include "native_unwind.h"
+#include "sample_clocks.h"
 #include "threads.h"
 #include "martini/core/log.h"
 
-#include <dirent.h>
-#include <fcntl.h>
-#include <linux/perf_event.h>
-#include <ucontext.h>
 #include <dlfcn.h>
 #include <signal.h>
-#include <sys/ioctl.h>
 #include <sys/syscall.h>
-#include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <cerrno>
-#include <chrono>
-#include <cstdio>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <unordered_map>
-#include <vector>
 
 namespace martini::jvm {
 
@@ -78,55 +70,6 @@ void OnSignal(int, siginfo_t *info, void *ucontext) {
     }
     errno = savedErrno;
 }
-
-// A perf task-clock event on thread `tid` that sends it SIGPROF every `periodNs` of its
-// CPU time, unless MARTINI_SAMPLING_CLOCK=timer asks for the timers; when the kernel
-// refuses (perf_event_paranoid, a seccomp filter, no perf events), -1: the caller uses
-// a POSIX CPU timer. The event counts kernel time too where the kernel lets it (as the
-// timer does), else user time only.
-int OpenTaskClock(pid_t tid, long periodNs) {
-    if (!PerfChosen() || gPerfRefused.load(std::memory_order_relaxed) != 0) return -1;
-    perf_event_attr attr{};
-    attr.size = sizeof attr;
-    attr.type = PERF_TYPE_SOFTWARE;
-    attr.config = PERF_COUNT_SW_TASK_CLOCK;
-    attr.sample_period = static_cast<std::uint64_t>(periodNs);
-    attr.disabled = 1;
-    attr.wakeup_events = 1;
-    int fd = static_cast<int>(syscall(SYS_perf_event_open, &attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC));
-    if (fd < 0 && (errno == EACCES || errno == EPERM)) {
-        attr.exclude_kernel = 1;
-        attr.exclude_hv = 1;
-        fd = static_cast<int>(syscall(SYS_perf_event_open, &attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC));
-    }
-    if (fd < 0) {
-        if (errno != ESRCH) gPerfRefused.store(errno, std::memory_order_relaxed);  // ESRCH: the thread is gone
-        return -1;
-    }
-    f_owner_ex owner{F_OWNER_TID, tid};
-    if (fcntl(fd, F_SETFL, O_ASYNC) != 0 || fcntl(fd, F_SETSIG, SIGPROF) != 0 || fcntl(fd, F_SETOWN_EX, &owner) != 0 ||
-        ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) != 0) {
-        gPerfRefused.store(errno != 0 ? errno : EINVAL, std::memory_order_relaxed);
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
-// Linux's clock id for another thread's CPU time (MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)).
-clockid_t ThreadCpuClock(pid_t tid) { return static_cast<clockid_t>((~static_cast<unsigned>(tid) << 3) | 6); }
-
-std::vector<pid_t> TasksOfThisProcess() {
-    std::vector<pid_t> tids;
-    if (DIR *d = opendir("/proc/self/task")) {
-        while (dirent *e = readdir(d)) {
-            if (e->d_name[0] >= '0' && e->d_name[0] <= '9') tids.push_back(static_cast<pid_t>(std::atoi(e->d_name)));
-        }
-        closedir(d);
-    }
-    return tids;
-}
-
 
 }  // namespace
 
@@ -184,17 +127,8 @@ void Sampling::SwitchEvents(bool on) {
 TResult Sampling::SetRate(unsigned hz, bool wall) {
     if (hz == 0) return MRTE_ERROR_ILLEGAL_ARGUMENT;
     // Not controlMutex_: a client may ask from its SampleHit handler, on the sampler
-    // thread, which Stop joins while holding it. Under threadsMutex_, the rate is
-    // either stored before Start arms the threads or seen running and applied here.
-    std::lock_guard lock(threadsMutex_);
-    hz_.store(hz, std::memory_order_relaxed);
-    const bool modeChanged = wall_.exchange(wall) != wall;
-    if (running_.load(std::memory_order_acquire)) {
-        for (auto &[tid, t] : threads_) {
-            if (modeChanged) DisarmLocked(t);
-            if (!t.notJava) ArmLocked(t, tid);
-        }
-    }
+    // thread, which Stop joins while holding it.
+    SampleClocks::SetRate(hz, wall);
     return MRTE_RESULT_OK;
 }
 
@@ -273,36 +207,21 @@ std::string Sampling::Start(JNIEnv *) {
         if (sigaction(SIGPROF, &sa, nullptr) != 0) return "cannot install the SIGPROF handler: no SampleHit events";
         handlerInstalled = true;
     }
-    stopping_.store(false);
     running_.store(true, std::memory_order_release);
-    {
-        // The threads running now (later ones at their ThreadStart, or when the sampler
-        // thread rescans). The JVM's own threads are sampled through their native
-        // frames; any thread whose samples have neither Java nor native frames is
-        // dropped (sampling_drain.cpp: FromJavaThread).
-        std::lock_guard lock(threadsMutex_);
-        for (pid_t tid : TasksOfThisProcess()) AddThreadLocked(tid);
-    }
-    thread_ = std::thread(Run);
+    // The threads running now (later ones at their ThreadStart, or when the sampler
+    // thread rescans); a thread whose samples have neither Java nor native frames is
+    // left alone (sampling_drain.cpp: FromJavaThread).
+    SampleClocks::Start();
+    StartThread();
     return "";
 }
 
 void Sampling::Stop() {
     std::lock_guard control(controlMutex_);
     if (!running_.load(std::memory_order_acquire)) return;
-    {
-        std::lock_guard lock(threadsMutex_);
-        for (auto &[tid, t] : threads_) DisarmLocked(t);
-        threads_.clear();
-    }
+    SampleClocks::Stop();
     running_.store(false, std::memory_order_release);
-    {
-        std::lock_guard lock(sleepMutex_);
-        stopping_.store(true, std::memory_order_release);
-    }
-    wake_.notify_all();
-    if (thread_.joinable()) thread_.join();  // it raises what is left, then detaches from the JVM
-    gUnseen.clear();  // thread ids are reused
+    StopThread();  // it raises what is left, then detaches from the JVM
     // The JVM back to full speed: no ClassLoad, CompiledMethodLoad (and with it the
     // debug information at every instruction) or jmethodIDs at ClassPrepare. What is
     // known of the code is dropped: unloads are not seen from now on, and Start asks
@@ -315,88 +234,16 @@ void Sampling::Stop() {
 
 // ---- Threads -------------------------------------------------------------------------------
 
-void Sampling::RescanThreads() {
-    const std::vector<pid_t> tasks = TasksOfThisProcess();
-    std::lock_guard lock(threadsMutex_);
-    if (!running_.load(std::memory_order_acquire) || tasks.empty()) return;
-    const pid_t sampler = samplerTid_.load(std::memory_order_relaxed);
-    for (pid_t tid : tasks) {
-        if (tid != sampler) AddThreadLocked(tid);
-    }
-    std::vector<pid_t> gone;
-    for (const auto &[tid, t] : threads_) {
-        if (std::find(tasks.begin(), tasks.end(), tid) == tasks.end()) gone.push_back(tid);
-    }
-    for (pid_t tid : gone) DropThreadLocked(tid);
-}
-
-void Sampling::AddThreadLocked(pid_t tid) {
-    auto [it, added] = threads_.try_emplace(tid);
-    if (added) ArmLocked(it->second, tid);
-}
-
-void Sampling::ArmLocked(SampledThread &t, pid_t tid) {
-    if (wall_.load(std::memory_order_relaxed)) return;  // the sampler thread signals it
-    const long periodNs = 1'000'000'000L / static_cast<long>(hz_.load(std::memory_order_relaxed));
-    if (t.perfFd >= 0) {  // a new rate
-        auto period = static_cast<std::uint64_t>(periodNs);
-        ioctl(t.perfFd, PERF_EVENT_IOC_PERIOD, &period);
-        return;
-    }
-    if (!t.hasTimer && (t.perfFd = OpenTaskClock(tid, periodNs)) >= 0) return;
-    if (!t.hasTimer) {
-        sigevent event{};
-        event.sigev_notify = SIGEV_THREAD_ID;
-        event.sigev_signo = SIGPROF;
-        event._sigev_un._tid = tid;
-        if (timer_create(ThreadCpuClock(tid), &event, &t.timer) != 0) return;  // the thread is gone
-        t.hasTimer = true;
-    }
-    itimerspec spec{};
-    spec.it_interval.tv_sec = periodNs / 1'000'000'000L;
-    spec.it_interval.tv_nsec = periodNs % 1'000'000'000L;
-    spec.it_value = spec.it_interval;
-    timer_settime(t.timer, 0, &spec, nullptr);
-}
-
-void Sampling::DisarmLocked(SampledThread &t) {
-    if (t.perfFd >= 0) close(t.perfFd);
-    t.perfFd = -1;
-    if (t.hasTimer) timer_delete(t.timer);
-    t.hasTimer = false;
-}
-
-void Sampling::DropThreadLocked(pid_t tid) {
-    auto it = threads_.find(tid);
-    if (it == threads_.end()) return;
-    DisarmLocked(it->second);
-    threads_.erase(it);
-}
-
 void Sampling::ThreadStarted() {
     if (!wanted_ || tSamplerThread) return;
     NativeUnwind::NoteStackTop();
     if (!running_.load(std::memory_order_acquire)) return;
-    std::lock_guard lock(threadsMutex_);
-    AddThreadLocked(static_cast<pid_t>(syscall(SYS_gettid)));
+    SampleClocks::Add(static_cast<pid_t>(syscall(SYS_gettid)));
 }
 
 void Sampling::ThreadEnded() {
     if (!running_.load(std::memory_order_acquire) || tSamplerThread) return;
-    std::lock_guard lock(threadsMutex_);
-    DropThreadLocked(static_cast<pid_t>(syscall(SYS_gettid)));
-}
-
-void Sampling::SignalAll() {
-    const pid_t pid = getpid();
-    std::lock_guard lock(threadsMutex_);
-    for (auto it = threads_.begin(); it != threads_.end();) {
-        if (!it->second.notJava && syscall(SYS_tgkill, pid, it->first, SIGPROF) != 0 && errno == ESRCH) {
-            it = threads_.erase(it);  // ended without a ThreadEnd (not a Java thread)
-        } else {
-            ++it;
-        }
-    }
+    SampleClocks::Drop(static_cast<pid_t>(syscall(SYS_gettid)));
 }
 
 }  // namespace martini::jvm

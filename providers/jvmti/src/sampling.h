@@ -2,23 +2,32 @@
 // async-profiler samples: a signal (SIGPROF) interrupts a thread wherever it is,
 // safepoint or not, and the handler walks its Java stack there.
 //
-//   CPU mode   a perf task-clock event per thread (perf_event_open: a signal at each
-//              1/hz seconds of CPU the thread uses, at any rate); where the kernel
-//              refuses perf events, or MARTINI_SAMPLING_CLOCK=timer asks for it, a
-//              POSIX timer on the thread's CPU clock (timer_create, SIGEV_THREAD_ID),
-//              which fires at the kernel's tick: the periods it misses (si_overrun)
-//              are counted and said, never raised as samples.
-//   wall mode  the sampler thread signals every runtime thread (tgkill) each 1/hz
-//              seconds, sleeping, waiting and blocked ones too.
+// The sampler is five parts, each owning its state:
+//   sampling.{h,cpp}     this component: the JVMTI side (capabilities, events,
+//                        jmethodIDs at ClassPrepare, DebugNonSafepoints), Start and
+//                        Stop, and the signal handler;
+//   sample_clocks.h      what sends the signal: a perf task-clock event or a POSIX CPU
+//                        timer per thread (CPU mode), or the sampler thread's tgkill to
+//                        every thread (wall mode); the rate and mode;
+//   code_map.h           where the JVM's code is (the handler's lock-free check, the
+//                        sampler thread's compiled method at an address);
+//   native_unwind.h      the native frames above the Java ones, and a walk AGCT gave
+//                        up on retried from the caller;
+//   sampling_drain.cpp   the sampler thread: drains the ring, names the frames, raises
+//                        SampleHit; the summary at VMDeath;
+// and the ring between the handler and the sampler thread is martini-core's
+// core::SampleRing (sampling_shared.h: the slot and the counters both sides touch).
 //
 // The handler takes no lock, allocates nothing and calls no client: it claims a slot
-// of a preallocated ring (core::SampleRing: one compare-and-swap), lets AGCT fill the
-// slot's frames and publishes it. The sampler thread (attached to the JVM as a daemon)
-// takes the published slots every 5 to 100 ms (as long as a quarter of the ring takes to fill at the rate
-// asked for), turns jmethodIDs into method ids and bytecode indexes into lines, and
-// raises SampleHit there, in time order within each batch. A sample AGCT could not
-// walk is raised without DR_VM_CALL_STACK and counted by AGCT's cause; a sample that
-// found the ring full is counted and lost. The counts are printed at VMDeath.
+// of the preallocated ring (one compare-and-swap), lets AGCT fill the slot's frames
+// and publishes it. The sampler thread (attached to the JVM as a daemon) takes the
+// published slots every 5 to 100 ms (as long as a quarter of the ring takes to fill
+// at the rate asked for), turns jmethodIDs into method ids and bytecode indexes into
+// lines, and raises SampleHit there, in time order within each batch. A sample AGCT
+// could not walk is raised without DR_VM_CALL_STACK and counted by AGCT's cause; a
+// sample that found the ring full is counted and lost. In CPU mode, timer periods
+// that passed without a signal (si_overrun) are counted and said, never raised as
+// samples. The counts are printed at VMDeath.
 //
 // AGCT names only methods with a jmethodID: every class gets its jmethodIDs at
 // ClassPrepare (GetClassMethods), and the classes loaded before Start at Start.
@@ -32,26 +41,21 @@
 //
 // No bytecode is rewritten and no call-graph capability is taken.
 //
-// Locks: threadsMutex_ guards threads_ (the sampled OS threads and their timers) and
-// a change of rate or mode, and is never taken in the handler; the ring's slots are
-// handed over by their sequence numbers (core::SampleRing); rate and mode are
-// atomics. Start and Stop may be called from any thread of the JVM (VMInit, VMDeath, attach, detach) but not at once
-// (controlMutex_, which SetRate does not take: a client may set the rate from its
-// SampleHit handler, on the sampler thread that Stop joins).
+// Locks (this component): controlMutex_ makes Start and Stop one at a time (they may
+// be called from any thread of the JVM: VMInit, VMDeath, attach, detach); SetRate
+// does not take it (a client may set the rate from its SampleHit handler, on the
+// sampler thread that Stop joins). Nothing is locked in the handler. Each other part
+// names its own lock: SampleClocks its mutex_, CodeMap its mutex_, the sampler thread
+// its sleep's mutex; the ring and the native unwinder none.
 #pragma once
 
 #include "vm.h"
 
-#include <sys/types.h>
-
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <mutex>
 #include <string>
-#include <thread>
-#include <unordered_map>
 
 namespace martini::jvm {
 
@@ -98,46 +102,19 @@ public:
     static void WarnOfMissedPeriods();
 
 private:
-    // CPU mode counts a thread's CPU time with a perf task-clock event (a signal per
-    // period at any rate, and the cost of as many walks), or with a POSIX CPU timer
-    // (checked at the kernel's tick: above its rate periods are missed).
-    struct SampledThread {
-        int perfFd = -1;  // the task-clock event; its overflows signal the thread
-        timer_t timer{};
-        bool hasTimer = false;
-        bool notJava = false;  // its samples found no Java thread: left alone
-    };
     static void JmethodIdsForLoadedClasses();
     static void SwitchEvents(bool on);  // ClassLoad and the code events
-    // Caller holds threadsMutex_.
-    static void AddThreadLocked(pid_t tid);
-    static void ArmLocked(SampledThread &t, pid_t tid);
-    static void DisarmLocked(SampledThread &t);
-    static void DropThreadLocked(pid_t tid);
-    // The sampler thread, about once a second: threads started since (the JVM's own,
-    // which have no ThreadStart: JIT compiler threads made on demand) are armed, and
-    // ended ones that had none either dropped.
-    static void RescanThreads();
-    static inline std::atomic<pid_t> samplerTid_{0};  // never sampled
-    static void Run();          // the sampler thread
-    static void SignalAll();    // wall mode: one signal to each runtime thread
+    // sampling_drain.cpp: the sampler thread (the drain), started and joined.
+    static void StartThread();
+    static void StopThread();
+    static void Run();
     static void Drain(JNIEnv *jni);  // raises the ready samples (in a JNI local frame)
     static std::chrono::milliseconds DrainInterval();
 
     static inline bool wanted_ = false;
-    static inline std::atomic<unsigned> hz_{Martini::MPI::kDefaultSamplingHz};
-    static inline std::atomic<bool> wall_{false};
     static inline std::atomic<bool> running_{false};
-    static inline std::atomic<bool> stopping_{false};
-    // The sampler thread sleeps on this between drains; Stop wakes it at once, so that
-    // a VM that ends does not wait out its sleep.
-    static inline std::mutex sleepMutex_;
-    static inline std::condition_variable wake_;
     static inline std::atomic<bool> active_{false};  // from Start to Stop: jmethodIDs at ClassPrepare
     static inline std::mutex controlMutex_;  // Start, Stop
-    static inline std::mutex threadsMutex_;
-    static inline std::unordered_map<pid_t, SampledThread> threads_;
-    static inline std::thread thread_;
     // The code events were on from Agent_OnLoad, so every range was seen; else
     // Start asks the JVM for the code made before (GenerateEvents).
     static inline bool codeComplete_ = false;

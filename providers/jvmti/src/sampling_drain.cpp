@@ -1,11 +1,17 @@
 // Sampling's drain side: the sampler thread that takes the ring's published samples,
 // names their frames and raises them as SampleHit events (no slot held while a client
 // runs), and the summary at the end.
+//
+// Owns: the thread and its sleep, and its caches (method ids by jmethodID, native
+// frames by address, the threads never seen to start). The caches are the sampler
+// thread's alone; Start and Stop (under Sampling's controlMutex_) start and join it.
+// Locks: gSleepMutex with gWake, the sleep between drains, which StopThread cuts short.
 #include "sampling.h"
 
 #include "classes.h"
 #include "code_map.h"
 #include "hotspot.h"
+#include "sample_clocks.h"
 #include "sampling_shared.h"
 #include "threads.h"
 #include "martini/core/log.h"
@@ -15,9 +21,13 @@
 
 #include <algorithm>
 #include <chrono>
-#include <string>
-#include <unordered_map>
+#include <condition_variable>
+#include <mutex>
 #include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <unordered_map>
 #include <vector>
 
 namespace martini::jvm {
@@ -26,15 +36,67 @@ using namespace sampling;
 
 // ---- The sampler thread -----------------------------------------------------------------------
 
+namespace {
+
+// The drain thread's sleep between drains, which StopThread cuts short (so that a VM
+// that ends does not wait out the sleep): the one lock of this part.
+std::mutex gSleepMutex;
+std::condition_variable gWake;
+bool gStopping = false;  // under gSleepMutex
+std::thread gThread;
+
+// jmethodID -> method id (jmethodIDs are never reused). The sampler thread's alone.
+std::unordered_map<jmethodID, TId> gMethodCache;
+
+// The threads Martini never saw start, as their samples were walked (the sampler
+// thread's alone; cleared at StopThread, thread ids are reused): see FromJavaThread.
+struct UnseenThread {
+    std::uint8_t emptyWalks = 0;  // walks that found no Java frame
+    bool java = false;            // a walk found Java frames
+};
+constexpr std::uint8_t kEmptyWalksOfNonJava = 8;
+std::unordered_map<pid_t, UnseenThread> gUnseen;
+
+// The local references JVMTI hands the sampler thread while it names methods, freed
+// after each batch (an attached thread has no Java frame to pop them).
+class LocalFrame {
+public:
+    explicit LocalFrame(JNIEnv *jni) : jni_(jni != nullptr && jni->PushLocalFrame(64) == JNI_OK ? jni : nullptr) {}
+    ~LocalFrame() {
+        if (jni_ != nullptr) jni_->PopLocalFrame(nullptr);
+    }
+    LocalFrame(const LocalFrame &) = delete;
+    LocalFrame &operator=(const LocalFrame &) = delete;
+
+private:
+    JNIEnv *jni_;
+};
+
+}  // namespace
+
+void Sampling::StartThread() {
+    {
+        std::lock_guard lock(gSleepMutex);
+        gStopping = false;
+    }
+    gThread = std::thread(Run);
+}
+
+void Sampling::StopThread() {
+    {
+        std::lock_guard lock(gSleepMutex);
+        gStopping = true;
+    }
+    gWake.notify_all();
+    if (gThread.joinable()) gThread.join();
+    gUnseen.clear();
+}
+
 std::chrono::milliseconds Sampling::DrainInterval() {
     // A quarter of the ring filled at the rate asked for, with every sampled thread busy,
     // between 5 and 100 ms: few wakeups at 100 Hz, no ring overflow at high rates.
-    std::size_t threads = 1;
-    {
-        std::lock_guard lock(threadsMutex_);
-        threads = std::max<std::size_t>(1, threads_.size());
-    }
-    const double perSecond = static_cast<double>(hz_.load(std::memory_order_relaxed)) * static_cast<double>(threads);
+    const std::size_t threads = std::max<std::size_t>(1, SampleClocks::Count());
+    const double perSecond = static_cast<double>(SampleClocks::Hz()) * static_cast<double>(threads);
     const auto ms = static_cast<long>(1000.0 * (kSlots / 4) / perSecond);
     return std::chrono::milliseconds(std::clamp(ms, 5L, 100L));
 }
@@ -46,29 +108,25 @@ void Sampling::Run() {
     JavaVMAttachArgs args{JNI_VERSION_1_8, const_cast<char *>("Martini sampler"), nullptr};
     const bool attached = vm->AttachCurrentThreadAsDaemon(reinterpret_cast<void **>(&jni), &args) == JNI_OK;
     if (!attached) jni = nullptr;
-    {
-        // Not sampled itself: attaching made it a Java thread with a ThreadStart.
-        std::lock_guard lock(threadsMutex_);
-        samplerTid_.store(static_cast<pid_t>(syscall(SYS_gettid)), std::memory_order_relaxed);
-        DropThreadLocked(samplerTid_.load(std::memory_order_relaxed));
-    }
+    // Not sampled itself: attaching made it a Java thread with a ThreadStart.
+    SampleClocks::Exclude(static_cast<pid_t>(syscall(SYS_gettid)));
     using Clock = std::chrono::steady_clock;
     auto next = Clock::now();
     auto lastDrain = next;
     auto lastRescan = next;
     // Sleeps until `until` or Stop; true when it is time to stop.
     auto sleepUntil = [](Clock::time_point until) {
-        std::unique_lock lock(sleepMutex_);
-        return wake_.wait_until(lock, until, [] { return stopping_.load(std::memory_order_acquire); });
+        std::unique_lock lock(gSleepMutex);
+        return gWake.wait_until(lock, until, [] { return gStopping; });
     };
     for (;;) {
         const auto interval = DrainInterval();
-        if (wall_.load(std::memory_order_relaxed)) {  // a signal to every thread each period
-            next += std::chrono::nanoseconds(1'000'000'000L / hz_.load(std::memory_order_relaxed));
+        if (SampleClocks::Wall()) {  // a signal to every thread each period
+            next += std::chrono::nanoseconds(1'000'000'000L / SampleClocks::Hz());
             const auto now = Clock::now();
             if (next < now) next = now;  // late (a slow drain): no burst to catch up
             if (sleepUntil(next)) break;
-            SignalAll();
+            SampleClocks::SignalAll();
         } else if (sleepUntil(Clock::now() + interval)) {  // the threads' clocks signal them
             break;
         }
@@ -77,7 +135,7 @@ void Sampling::Run() {
             lastDrain = Clock::now();
         }
         if (Clock::now() - lastRescan >= std::chrono::seconds(1)) {
-            RescanThreads();
+            SampleClocks::Rescan();
             lastRescan = Clock::now();
         }
     }
@@ -297,15 +355,7 @@ void Sampling::Drain(JNIEnv *jni) {
         core.Raise<ISampleHitEventObserver>(d);
         gRaised.fetch_add(1, std::memory_order_relaxed);
     }
-    if (!notJava.empty()) {
-        std::lock_guard lock(threadsMutex_);
-        for (pid_t tid : notJava) {
-            auto it = threads_.find(tid);
-            if (it == threads_.end() || it->second.notJava) continue;
-            it->second.notJava = true;
-            DisarmLocked(it->second);
-        }
-    }
+    if (!notJava.empty()) SampleClocks::LeaveAlone(notJava);
 }
 
 // ---- Summary --------------------------------------------------------------------------------
@@ -321,12 +371,12 @@ void Sampling::PrintSummary() {
         failed += (failed.empty() ? "" : ", ") + std::to_string(n) + " " + (i < kCauseCount ? kCauses[i] : "other");
     }
     std::string line = "sampling: " + std::to_string(gRaised.load()) + " samples raised at " +
-                       std::to_string(hz_.load()) + (wall_.load() ? " Hz of wall-clock time" : " Hz of CPU time");
-    if (!wall_.load()) {
+                       std::to_string(SampleClocks::Hz()) + (SampleClocks::Wall() ? " Hz of wall-clock time" : " Hz of CPU time");
+    if (!SampleClocks::Wall()) {
         // In CPU mode, the clock and the signals; the periods a timer missed are counted,
         // not raised.
-        const int refused = gPerfRefused.load();
-        line += !PerfChosen()  ? " (POSIX CPU timers, MARTINI_SAMPLING_CLOCK=timer"
+        const int refused = SampleClocks::PerfRefused();
+        line += !SampleClocks::PerfChosen()  ? " (POSIX CPU timers, MARTINI_SAMPLING_CLOCK=timer"
                 : refused == 0 ? " (perf task-clock"
                                : std::string(" (POSIX CPU timers: perf_event_open refused, ") + std::strerror(refused);
         line += ", " + std::to_string(gTaken.load()) + " signals";
@@ -371,12 +421,12 @@ void Sampling::PrintSummary() {
 // than the thread used. Said when more than 5% of the periods were missed.
 void Sampling::WarnOfMissedPeriods() {
     const std::uint64_t missed = gMissed.load(), taken = gTaken.load();
-    if (wall_.load() || missed == 0 || missed * 20 < taken + missed) return;
-    const unsigned hz = hz_.load();
+    if (SampleClocks::Wall() || missed == 0 || missed * 20 < taken + missed) return;
+    const unsigned hz = SampleClocks::Hz();
     const auto got = static_cast<unsigned>(static_cast<double>(hz) * static_cast<double>(taken) /
                                            static_cast<double>(taken + missed));
-    const int refused = gPerfRefused.load();
-    const std::string why = !PerfChosen() ? "MARTINI_SAMPLING_CLOCK=timer chose the POSIX CPU timers"
+    const int refused = SampleClocks::PerfRefused();
+    const std::string why = !SampleClocks::PerfChosen() ? "MARTINI_SAMPLING_CLOCK=timer chose the POSIX CPU timers"
                             : refused != 0 ? std::string("perf events were refused (") + std::strerror(refused) +
                                                  "), and the POSIX CPU timers took their place"
                                            : "the POSIX CPU timers were used";

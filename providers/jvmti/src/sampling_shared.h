@@ -1,7 +1,9 @@
-// The state the sampler's two sides share: the signal handler that fills the ring
-// (sampling.cpp) and the sampler thread that drains it into SampleHit events
-// (sampling_drain.cpp). Private to Sampling; see sampling.h for the locks. The ring is
-// martini-core's core::SampleRing: its slots are handed over by their sequence numbers.
+// What the sampler's two sides share: the signal handler that fills the ring
+// (sampling.cpp, native_unwind.cpp) and the sampler thread that drains it into
+// SampleHit events (sampling_drain.cpp): AGCT's types, the ring's slot and the ring,
+// and the counters the summary reads. Private to the sampler; no lock: the ring hands
+// its slots over by their sequence numbers (core::SampleRing), the counters are
+// relaxed atomics.
 #pragma once
 
 #include "jvm_support.h"
@@ -13,9 +15,6 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
-#include <unordered_map>
 
 namespace martini::jvm::sampling {
 
@@ -86,48 +85,9 @@ inline std::atomic<std::uint64_t> gNativeNamed{0};  // samples AGCT could not wa
 inline std::atomic<std::uint64_t> gWithNative{0};   // samples with native frames on top
 inline std::atomic<std::uint64_t> gJvmOwn{0};       // samples of threads without a JVM thread (GC workers, ...)
 inline std::array<std::atomic<std::uint64_t>, kCauseCount + 1> gFailed{};  // last: causes AGCT does not name
-
-inline std::atomic<int> gPerfRefused{0};  // errno of the first refusal: no further attempts
 inline std::atomic<std::uint64_t> gMissed{0};  // timer periods that passed without a signal
-// CPU mode's clock: a perf task-clock event per thread, unless MARTINI_SAMPLING_CLOCK=timer
-// asks for the POSIX CPU timers (which the agent also falls back to when the kernel
-// refuses perf events).
-inline bool PerfChosen() {
-    static const bool chosen = [] {
-        const char *clock = std::getenv("MARTINI_SAMPLING_CLOCK");
-        return clock == nullptr || (std::strcmp(clock, "timer") != 0 && std::strcmp(clock, "timers") != 0);
-    }();
-    return chosen;
-}
 
 // The sampler thread is never sampled.
 inline constinit thread_local bool tSamplerThread = false;
-
-// The threads Martini never saw start, as their samples were walked (the sampler
-// thread's alone; cleared at Stop): see Sampling::Drain.
-struct UnseenThread {
-    std::uint8_t emptyWalks = 0;  // walks that found no Java frame
-    bool java = false;            // a walk found Java frames
-};
-constexpr std::uint8_t kEmptyWalksOfNonJava = 8;
-inline std::unordered_map<pid_t, UnseenThread> gUnseen;
-
-// The local references JVMTI hands the sampler thread while it names methods, freed
-// after each batch (an attached thread has no Java frame to pop them).
-class LocalFrame {
-public:
-    explicit LocalFrame(JNIEnv *jni) : jni_(jni != nullptr && jni->PushLocalFrame(64) == JNI_OK ? jni : nullptr) {}
-    ~LocalFrame() {
-        if (jni_ != nullptr) jni_->PopLocalFrame(nullptr);
-    }
-    LocalFrame(const LocalFrame &) = delete;
-    LocalFrame &operator=(const LocalFrame &) = delete;
-
-private:
-    JNIEnv *jni_;
-};
-
-// jmethodID -> method id, on the sampler thread only (jmethodIDs are never reused).
-inline std::unordered_map<jmethodID, TId> gMethodCache;
 
 }  // namespace martini::jvm::sampling

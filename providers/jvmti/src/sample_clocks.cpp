@@ -1,0 +1,208 @@
+#include "sample_clocks.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+namespace martini::jvm {
+
+namespace {
+
+// Linux's clock id for another thread's CPU time (MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)).
+clockid_t ThreadCpuClock(pid_t tid) { return static_cast<clockid_t>((~static_cast<unsigned>(tid) << 3) | 6); }
+
+std::vector<pid_t> TasksOfThisProcess() {
+    std::vector<pid_t> tids;
+    if (DIR *d = opendir("/proc/self/task")) {
+        while (dirent *e = readdir(d)) {
+            if (e->d_name[0] >= '0' && e->d_name[0] <= '9') tids.push_back(static_cast<pid_t>(std::atoi(e->d_name)));
+        }
+        closedir(d);
+    }
+    return tids;
+}
+
+}  // namespace
+
+bool SampleClocks::PerfChosen() {
+    static const bool chosen = [] {
+        const char *clock = std::getenv("MARTINI_SAMPLING_CLOCK");
+        return clock == nullptr || (std::strcmp(clock, "timer") != 0 && std::strcmp(clock, "timers") != 0);
+    }();
+    return chosen;
+}
+
+// A perf task-clock event on thread `tid` that sends it SIGPROF every `periodNs` of its
+// CPU time, unless MARTINI_SAMPLING_CLOCK=timer asks for the timers; when the kernel
+// refuses (perf_event_paranoid, a seccomp filter, no perf events), -1: the caller uses
+// a POSIX CPU timer. The event counts kernel time too where the kernel lets it (as the
+// timer does), else user time only.
+int SampleClocks::OpenTaskClock(pid_t tid, long periodNs) {
+    if (!PerfChosen() || perfRefused_.load(std::memory_order_relaxed) != 0) return -1;
+    perf_event_attr attr{};
+    attr.size = sizeof attr;
+    attr.type = PERF_TYPE_SOFTWARE;
+    attr.config = PERF_COUNT_SW_TASK_CLOCK;
+    attr.sample_period = static_cast<std::uint64_t>(periodNs);
+    attr.disabled = 1;
+    attr.wakeup_events = 1;
+    int fd = static_cast<int>(syscall(SYS_perf_event_open, &attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC));
+    if (fd < 0 && (errno == EACCES || errno == EPERM)) {
+        attr.exclude_kernel = 1;
+        attr.exclude_hv = 1;
+        fd = static_cast<int>(syscall(SYS_perf_event_open, &attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC));
+    }
+    if (fd < 0) {
+        if (errno != ESRCH) perfRefused_.store(errno, std::memory_order_relaxed);  // ESRCH: the thread is gone
+        return -1;
+    }
+    f_owner_ex owner{F_OWNER_TID, tid};
+    if (fcntl(fd, F_SETFL, O_ASYNC) != 0 || fcntl(fd, F_SETSIG, SIGPROF) != 0 || fcntl(fd, F_SETOWN_EX, &owner) != 0 ||
+        ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) != 0) {
+        perfRefused_.store(errno != 0 ? errno : EINVAL, std::memory_order_relaxed);
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+void SampleClocks::SetRate(unsigned hz, bool wall) {
+    // Under mutex_, the rate is either stored before Start arms the threads or seen
+    // armed and applied here.
+    std::lock_guard lock(mutex_);
+    hz_.store(hz, std::memory_order_relaxed);
+    const bool modeChanged = wall_.exchange(wall) != wall;
+    if (!armed_) return;
+    for (auto &[tid, t] : threads_) {
+        if (modeChanged) DisarmLocked(t);
+        if (!t.notJava) ArmLocked(t, tid);
+    }
+}
+
+void SampleClocks::Start() {
+    // The threads running now (later ones at their ThreadStart, or at a rescan). The
+    // JVM's own threads are sampled through their native frames; any thread whose
+    // samples have neither Java nor native frames is left alone (LeaveAlone).
+    std::lock_guard lock(mutex_);
+    armed_ = true;
+    for (pid_t tid : TasksOfThisProcess()) AddLocked(tid);
+}
+
+void SampleClocks::Stop() {
+    std::lock_guard lock(mutex_);
+    for (auto &[tid, t] : threads_) DisarmLocked(t);
+    threads_.clear();
+    armed_ = false;
+}
+
+void SampleClocks::Add(pid_t tid) {
+    std::lock_guard lock(mutex_);
+    AddLocked(tid);
+}
+
+void SampleClocks::Drop(pid_t tid) {
+    std::lock_guard lock(mutex_);
+    DropLocked(tid);
+}
+
+void SampleClocks::Exclude(pid_t sampler) {
+    std::lock_guard lock(mutex_);
+    sampler_ = sampler;
+    DropLocked(sampler);
+}
+
+std::size_t SampleClocks::Count() {
+    std::lock_guard lock(mutex_);
+    return threads_.size();
+}
+
+void SampleClocks::LeaveAlone(const std::vector<pid_t> &tids) {
+    std::lock_guard lock(mutex_);
+    for (pid_t tid : tids) {
+        auto it = threads_.find(tid);
+        if (it == threads_.end() || it->second.notJava) continue;
+        it->second.notJava = true;
+        DisarmLocked(it->second);
+    }
+}
+
+void SampleClocks::Rescan() {
+    const std::vector<pid_t> tasks = TasksOfThisProcess();
+    std::lock_guard lock(mutex_);
+    if (!armed_ || tasks.empty()) return;
+    for (pid_t tid : tasks) {
+        if (tid != sampler_) AddLocked(tid);
+    }
+    std::vector<pid_t> gone;
+    for (const auto &[tid, t] : threads_) {
+        if (std::find(tasks.begin(), tasks.end(), tid) == tasks.end()) gone.push_back(tid);
+    }
+    for (pid_t tid : gone) DropLocked(tid);
+}
+
+void SampleClocks::AddLocked(pid_t tid) {
+    auto [it, added] = threads_.try_emplace(tid);
+    if (added) ArmLocked(it->second, tid);
+}
+
+void SampleClocks::ArmLocked(Thread &t, pid_t tid) {
+    if (wall_.load(std::memory_order_relaxed)) return;  // the sampler thread signals it
+    const long periodNs = 1'000'000'000L / static_cast<long>(hz_.load(std::memory_order_relaxed));
+    if (t.perfFd >= 0) {  // a new rate
+        auto period = static_cast<std::uint64_t>(periodNs);
+        ioctl(t.perfFd, PERF_EVENT_IOC_PERIOD, &period);
+        return;
+    }
+    if (!t.hasTimer && (t.perfFd = OpenTaskClock(tid, periodNs)) >= 0) return;
+    if (!t.hasTimer) {
+        sigevent event{};
+        event.sigev_notify = SIGEV_THREAD_ID;
+        event.sigev_signo = SIGPROF;
+        event._sigev_un._tid = tid;
+        if (timer_create(ThreadCpuClock(tid), &event, &t.timer) != 0) return;  // the thread is gone
+        t.hasTimer = true;
+    }
+    itimerspec spec{};
+    spec.it_interval.tv_sec = periodNs / 1'000'000'000L;
+    spec.it_interval.tv_nsec = periodNs % 1'000'000'000L;
+    spec.it_value = spec.it_interval;
+    timer_settime(t.timer, 0, &spec, nullptr);
+}
+
+void SampleClocks::DisarmLocked(Thread &t) {
+    if (t.perfFd >= 0) close(t.perfFd);
+    t.perfFd = -1;
+    if (t.hasTimer) timer_delete(t.timer);
+    t.hasTimer = false;
+}
+
+void SampleClocks::DropLocked(pid_t tid) {
+    auto it = threads_.find(tid);
+    if (it == threads_.end()) return;
+    DisarmLocked(it->second);
+    threads_.erase(it);
+}
+
+void SampleClocks::SignalAll() {
+    const pid_t pid = getpid();
+    std::lock_guard lock(mutex_);
+    for (auto it = threads_.begin(); it != threads_.end();) {
+        if (!it->second.notJava && syscall(SYS_tgkill, pid, it->first, SIGPROF) != 0 && errno == ESRCH) {
+            it = threads_.erase(it);  // ended without a ThreadEnd (not a Java thread)
+        } else {
+            ++it;
+        }
+    }
+}
+
+}  // namespace martini::jvm
