@@ -4,6 +4,7 @@
 #
 #   bash bench/jvm_coverage.sh [BUILD_DIR] [REPETITIONS]      (defaults: build, 5)
 #   WORKLOADS="javac" bash bench/jvm_coverage.sh ...           (default: javac micro11)
+#   CONFIGS="coverage coverage-none" bash bench/jvm_coverage.sh ...  (a subset; plain is always run)
 #
 # Workloads:
 #   javac    javac compiling 146 JDK sources (as bench/jvm_overhead.sh), every class of
@@ -15,6 +16,8 @@
 #   coverage             the coverage client (lines, branches, calls; formats=none)
 #   coverage-plain       the same with MARTINI_COVERAGE_COUNTERS=plain: counters added
 #                        without an atomic (not exact under threads): what the atomic costs
+#   coverage-none        the same with MARTINI_COVERAGE_COUNTERS=none: each probe a call to
+#                        an empty method: the floor of a call per block, counting nothing
 #   callcount-counters   callcount=counters on every method (calls from the counters)
 #   callcount            callcount on every method, one event per call (the comparison)
 #   jacoco               JaCoCo's agent (micro11 only: it cannot read javac's classes)
@@ -28,17 +31,12 @@ agent=$(cd "$build" && pwd)/providers/jvmti/libmartini-jvmti.so
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-src=/usr/lib/jvm/java-17-openjdk-amd64/lib/src.zip
-if [ ! -e "$(readlink -f "$src")" ]; then
-  echo "installing openjdk-17-source for the javac workload" >&2
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-source >/dev/null
-fi
 if [ ! -f /usr/share/java/org.jacoco.agent.rt.jar ] || [ ! -f /usr/share/java/asm-tree.jar ]; then
   echo "installing libjacoco-java and libasm-java for the jacoco configuration" >&2
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libjacoco-java libasm-java >/dev/null
 fi
-(cd "$work" && unzip -q "$src" 'java.base/java/util/concurrent/*' 'java.base/java/util/function/*' 'java.base/java/util/regex/*')
-find "$work/java.base" -name '*.java' | sort >"$work/sources.txt"
+source bench/javac_workload.sh
+javac_sources "$work"
 javac --release 11 -d "$work/micro11" bench/java/CallHeavy.java
 
 # Debian splits JaCoCo into jars and ships no runnable agent: the union of the runtime,
@@ -49,14 +47,12 @@ mkdir -p "$work/jacoco"
  printf 'Premain-Class: org.jacoco.agent.rt.internal.PreMain\n' >manifest.txt
  jar cfm ../jacocoagent.jar manifest.txt org)
 
-javac_cmd() { java "$@" -m jdk.compiler/com.sun.tools.javac.Main -nowarn -XDignore.symbol.file \
-  --patch-module java.base="$work/java.base" -d "$work/out" @"$work/sources.txt"; }
 micro_cmd() { java "$@" -cp "$work/micro11" CallHeavy; }
 
 args_for() {
   case $1 in
     plain|plain-again) ;;
-    coverage|coverage-plain) echo "-agentpath:$agent=coverage=include=com.sun.tools.javac.,include=CallHeavy,formats=none,top=0" ;;
+    coverage|coverage-plain|coverage-none) echo "-agentpath:$agent=coverage=include=com.sun.tools.javac.,include=CallHeavy,formats=none,top=0" ;;
     callcount-counters) echo "-agentpath:$agent=callcount=counters,out=/dev/null" ;;
     callcount) echo "-agentpath:$agent=callcount=out=/dev/null" ;;
     jacoco) echo "-javaagent:$work/jacocoagent.jar=destfile=$work/jacoco.exec,excludes=org.jacoco.*:org.objectweb.*" ;;
@@ -66,14 +62,19 @@ args_for() {
 read -r -a workloads <<<"${WORKLOADS:-javac micro11}"
 declare -A times
 for workload in "${workloads[@]}"; do
-  configs=(plain plain-again coverage coverage-plain callcount-counters callcount)
+  configs=(plain plain-again coverage coverage-plain coverage-none callcount-counters callcount)
+  if [ -n "${CONFIGS:-}" ]; then read -r -a configs <<<"plain $CONFIGS"; fi
   [ "$workload" = micro11 ] && configs+=(jacoco)
   echo "== $workload" >&2
   for ((r = 1; r <= reps; r++)); do
     n=${#configs[@]}
     for ((i = 0; i < n; i++)); do
       c=${configs[$(((i + r - 1) % n))]}
-      if [ "$c" = coverage-plain ]; then export MARTINI_COVERAGE_COUNTERS=plain; else unset MARTINI_COVERAGE_COUNTERS; fi
+      case $c in
+        coverage-plain) export MARTINI_COVERAGE_COUNTERS=plain ;;
+        coverage-none) export MARTINI_COVERAGE_COUNTERS=none ;;
+        *) unset MARTINI_COVERAGE_COUNTERS ;;
+      esac
       rm -f "$work/jacoco.exec"
       start=$(date +%s.%N)
       # shellcheck disable=SC2046

@@ -172,7 +172,7 @@ void AddRefsFor(const ParsedClass &pc, const Chosen &chosen, PoolAppender &pool,
     }
     if (!chosen.sites.empty()) AddRefs(pool, refs, {Probe::kInteraction, Probe::kInteractionStatic});
     if (!chosen.arrays.empty()) AddRefs(pool, refs, {Probe::kAllocArray});
-    if (chosen.coverage) AddRefs(pool, refs, {Probe::kHit, Probe::kHitPlain});
+    if (chosen.coverage) AddRefs(pool, refs, {Probe::kHit, Probe::kHitPlain, Probe::kHitNone});
 }
 
 struct Rewritten {
@@ -181,7 +181,7 @@ struct Rewritten {
 };
 
 Rewritten RewriteMethod(const ParsedClass &pc, std::size_t i, const Chosen &chosen, const ProbeRefs &refs,
-                        PoolAppender &pool, bool plainCounters) {
+                        PoolAppender &pool, Probe counterProbe) {
     const MethodCode mc = ReadMethodCode(pc, pc.methods[i]);
     MethodEdit edit;
     if (chosen.call) PlanCalls(mc, pc.decl.methods[i], *chosen.call, refs, edit);
@@ -189,7 +189,7 @@ Rewritten RewriteMethod(const ParsedClass &pc, std::size_t i, const Chosen &chos
     if (!chosen.sites.empty()) PlanSites(mc, chosen.sites, refs, edit);
     if (!chosen.arrays.empty()) PlanArrays(mc, chosen.arrays, refs, edit);
     if (chosen.coverage) {
-        PlanCoverage(mc, chosen.layout, *chosen.coverage, plainCounters ? Probe::kHitPlain : Probe::kHit, refs, edit);
+        PlanCoverage(mc, chosen.layout, *chosen.coverage, counterProbe, refs, edit);
     }
     const Layout layout(mc, edit);
     Rewritten out;
@@ -204,7 +204,7 @@ std::vector<std::uint8_t> InstrumentMethod(const ClassJob &job, std::size_t i, c
     InstrumentResult &result = job.result;
     try {
         AddRefsFor(job.pc, chosen, pool, refs);
-        Rewritten rw = RewriteMethod(job.pc, i, chosen, refs, pool, job.selectors.plainCounters);
+        Rewritten rw = RewriteMethod(job.pc, i, chosen, refs, pool, job.selectors.counterProbe);
         if (chosen.track) result.delegationOffsets[i] = rw.tracked;
         if (chosen.call) ++result.instrumented;
         if (chosen.alloc) ++result.allocProbed;

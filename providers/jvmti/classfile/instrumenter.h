@@ -95,6 +95,8 @@
 // with nothing selected comes back identical (`changed` false).
 #pragma once
 
+#include "probes.h"
+
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -231,7 +233,7 @@ struct Selectors {
     SiteSelector sites = {};
     ArraySelector arrays = {};
     CoverageSelector coverage = {};
-    bool plainCounters = false;  // coverage: Probes.hitPlain instead of the atomic hit
+    Probe counterProbe = Probe::kHit;  // coverage: Probes.hit, or hitPlain / hitNone (measuring)
 };
 
 // Parses, asks the selectors (see the header comment for what about), and rewrites

@@ -30,8 +30,9 @@ enum class Probe : std::size_t {
     kInteractionStatic,
     kHit,
     kHitPlain,
+    kHitNone,
 };
-inline constexpr std::size_t kProbeCount = 11;
+inline constexpr std::size_t kProbeCount = 12;
 
 constexpr std::size_t ProbeIndex(Probe p) { return static_cast<std::size_t>(p); }
 
@@ -56,9 +57,11 @@ inline constexpr std::array<ProbeMethod, kProbeCount> kProbeMethods = {{
     {Probe::kInteraction, "interaction", "(Ljava/lang/Object;I)V", true, false},
     {Probe::kInteractionStatic, "interactionStatic", "(I)V", true, false},
     // Coverage counters: Java, compiled inline (an atomic add to the counter in native
-    // memory; hitPlain a plain add, for measuring what the atomic costs).
+    // memory; hitPlain a plain add, hitNone nothing: for measuring what exactness and
+    // the counting itself cost beside the call).
     {Probe::kHit, "hit", "(I)V", false, false},
     {Probe::kHitPlain, "hitPlain", "(I)V", false, false},
+    {Probe::kHitNone, "hitNone", "(I)V", false, false},
 }};
 
 constexpr bool ProbeRowsInEnumOrder() {

@@ -15,7 +15,10 @@ namespace martini::jvm {
 void Coverage::Decide() {
     wanted_ = Vm::Core().CoverageRequested() != 0;
     const char *mode = std::getenv("MARTINI_COVERAGE_COUNTERS");
-    plain_ = mode != nullptr && std::strcmp(mode, "plain") == 0;
+    counterProbe_ = mode == nullptr                   ? Probe::kHit
+                    : std::strcmp(mode, "plain") == 0 ? Probe::kHitPlain
+                    : std::strcmp(mode, "none") == 0  ? Probe::kHitNone
+                                                      : Probe::kHit;
 }
 
 bool Coverage::Never(const std::string &internalName) {

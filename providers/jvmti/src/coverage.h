@@ -30,8 +30,10 @@ public:
     // Agent_OnLoad, after the clients' MPICL_Instantiate: some client wants coverage.
     static void Decide();
     static bool Wanted() { return wanted_; }
-    // MARTINI_COVERAGE_COUNTERS=plain: counters added without an atomic (for measuring).
-    static bool PlainCounters() { return plain_; }
+    // The counters' probe: Probes.hit; with MARTINI_COVERAGE_COUNTERS=plain hitPlain
+    // (one shared plain add: not exact under threads), =none hitNone (a call that counts
+    // nothing): for measuring what exactness and the count cost beside the call.
+    static Probe CounterProbe() { return counterProbe_; }
     // VMInit (or attach), before any class gets probes: maps the counters and hands
     // them and jdk.internal.misc.Unsafe (exported to Probes' module) to Probes. False
     // (said) when that fails: no coverage.
@@ -65,7 +67,7 @@ private:
     // A counter's total: the sum over the stripes.
     static std::uint64_t Total(std::uint64_t counter) noexcept;
     static inline bool wanted_ = false;
-    static inline bool plain_ = false;  // MARTINI_COVERAGE_COUNTERS=plain: hitPlain
+    static inline Probe counterProbe_ = Probe::kHit;
     static inline std::uint64_t *counters_ = nullptr;
     static inline std::mutex mutex_;
     static inline std::uint64_t next_ = 0;                        // the next free counter (mutex_)

@@ -121,4 +121,11 @@ public final class Probes {
         final long address = counters + ((long) counter << 3);
         unsafe.putLong(address, unsafe.getLong(address) + 1L);
     }
+
+    /**
+     * Nothing (MARTINI_COVERAGE_COUNTERS=none): the call alone, for measuring what a
+     * probe costs beside counting.
+     */
+    public static void hitNone(int counter) {
+    }
 }
