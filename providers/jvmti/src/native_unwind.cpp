@@ -7,6 +7,9 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include <array>
+#include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -19,6 +22,23 @@ namespace {
 // The top of the calling thread's stack (set at ThreadStarted and Start, outside the
 // handler); 0 when not known. Bounds the retry below.
 constinit thread_local std::uintptr_t tStackTop __attribute__((tls_model("initial-exec"))) = 0;
+
+// Learned stacks, by thread id modulo the table: the writer (the sampler thread) clears
+// the id, writes the bounds, then sets the id; a reader takes the bounds only when the
+// id matches before and after reading them.
+constexpr std::size_t kLearned = 1024;
+std::array<std::atomic<pid_t>, kLearned> gLearnedTid{};
+std::array<std::atomic<std::uintptr_t>, kLearned> gLearnedLow{}, gLearnedTop{};
+
+// The top of the learned stack of `tid` when `sp` lies in it, else 0. Async-signal-safe.
+std::uintptr_t LearnedTop(pid_t tid, std::uintptr_t sp) {
+    const std::size_t i = static_cast<std::size_t>(tid) % kLearned;
+    if (gLearnedTid[i].load(std::memory_order_acquire) != tid) return 0;
+    const std::uintptr_t low = gLearnedLow[i].load(std::memory_order_acquire);
+    const std::uintptr_t top = gLearnedTop[i].load(std::memory_order_acquire);
+    if (gLearnedTid[i].load(std::memory_order_acquire) != tid) return 0;
+    return sp >= low && sp < top ? top : 0;
+}
 
 // A frame's saved frame pointer and return address. Inside the thread's stack (its top
 // known: Java threads, from their ThreadStart) a plain read; otherwise (the JVM's own
@@ -54,6 +74,30 @@ void NativeUnwind::NoteStackTop() {
     std::size_t size = 0;
     if (pthread_attr_getstack(&attr, &base, &size) == 0) tStackTop = reinterpret_cast<std::uintptr_t>(base) + size;
     pthread_attr_destroy(&attr);
+}
+
+void NativeUnwind::LearnStackTop(pid_t tid, std::uintptr_t sp) {
+    std::FILE *f = std::fopen("/proc/self/maps", "re");
+    if (f == nullptr) return;
+    char line[512];
+    unsigned long long low = 0, top = 0;
+    bool found = false;
+    while (!found && std::fgets(line, sizeof line, f) != nullptr) {
+        if (std::sscanf(line, "%llx-%llx", &low, &top) == 2 && sp >= low && sp < top) found = true;
+    }
+    std::fclose(f);
+    if (!found) return;
+    const std::size_t i = static_cast<std::size_t>(tid) % kLearned;
+    gLearnedTid[i].store(0, std::memory_order_release);
+    gLearnedLow[i].store(static_cast<std::uintptr_t>(low), std::memory_order_release);
+    gLearnedTop[i].store(static_cast<std::uintptr_t>(top), std::memory_order_release);
+    gLearnedTid[i].store(tid, std::memory_order_release);
+}
+
+void NativeUnwind::ForgetStackTop(pid_t tid) {
+    const std::size_t i = static_cast<std::size_t>(tid) % kLearned;
+    pid_t expected = tid;
+    gLearnedTid[i].compare_exchange_strong(expected, 0, std::memory_order_acq_rel);
 }
 
 // AGCT gives up (-5, -6) when the interrupted frame is not fully built (a method's
@@ -108,12 +152,16 @@ void NativeUnwind::WalkFromCaller(const AgctFn agct, AgctTrace &trace, void *uco
 void NativeUnwind::Walk(RawSample &s, void *ucontext) {
     s.numNative = 0;
 #if defined(__x86_64__)
-    const std::uintptr_t top = tStackTop;
     if (ucontext == nullptr || !Chosen() || CodeMap::IsCode(s.pc)) return;
     s.native[s.numNative++] = s.pc;
     const auto *uc = static_cast<const ucontext_t *>(ucontext);
     std::uintptr_t sp = static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RSP]);
     std::uintptr_t fp = static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RBP]);
+    // Without its stack's top the walk reads through process_vm_readv, a system call
+    // per frame, until the sampler thread has learned the stack from this sample.
+    const std::uintptr_t top = tStackTop != 0 ? tStackTop : LearnedTop(s.tid, sp);
+    s.sp = sp;
+    s.stackTopKnown = top != 0;
     const std::uintptr_t limit = sp + (std::uintptr_t{16} << 20);
     std::uintptr_t frame[2];
     while (s.numNative < kMaxNativeFrames && fp % 8 == 0 && fp >= sp && fp < limit && ReadFrame(fp, top, frame)) {

@@ -3,11 +3,17 @@
 // AsyncGetCallTrace gave up on retried from the interrupted frame's caller.
 //
 // Owns: each thread's stack top (thread-local, noted outside the handler at the
-// thread's start and at Sampling::Start), which bounds every read of the stack.
-// Locks: none; everything here is async-signal-safe except NoteStackTop.
+// thread's start and at Sampling::Start), which bounds every read of the stack; and
+// the stacks of threads that have no such note (the JVM's own threads, threads
+// running before an attach), learned by the sampler thread from /proc/self/maps after
+// a first sample, in a table of atomics the handler reads.
+// Locks: none; everything here is async-signal-safe except NoteStackTop,
+// LearnStackTop and ForgetStackTop (the sampler thread's).
 #pragma once
 
 #include "sampling_shared.h"
+
+#include <sys/types.h>
 
 #include <cstdint>
 
@@ -20,6 +26,10 @@ public:
     static bool Chosen();
     // The calling thread's stack top; outside the handler (ThreadStarted, Start).
     static void NoteStackTop();
+    // The sampler thread: the stack mapping holding `sp` (from /proc/self/maps) as
+    // thread `tid`'s, for the walks of its later samples; forgotten when it ends.
+    static void LearnStackTop(pid_t tid, std::uintptr_t sp);
+    static void ForgetStackTop(pid_t tid);
     // Async-signal-safe: the sample's native frames (RawSample::native) from the
     // interrupted context; none when `s.pc` is in the JVM's code.
     static void Walk(sampling::RawSample &s, void *ucontext);

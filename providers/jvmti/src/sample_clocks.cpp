@@ -1,5 +1,7 @@
 #include "sample_clocks.h"
 
+#include "native_unwind.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
@@ -147,7 +149,10 @@ void SampleClocks::Rescan() {
     for (const auto &[tid, t] : threads_) {
         if (std::find(tasks.begin(), tasks.end(), tid) == tasks.end()) gone.push_back(tid);
     }
-    for (pid_t tid : gone) DropLocked(tid);
+    for (pid_t tid : gone) {
+        DropLocked(tid);
+        NativeUnwind::ForgetStackTop(tid);
+    }
 }
 
 void SampleClocks::AddLocked(pid_t tid) {

@@ -11,6 +11,7 @@
 #include "classes.h"
 #include "code_map.h"
 #include "hotspot.h"
+#include "native_unwind.h"
 #include "sample_clocks.h"
 #include "sampling_shared.h"
 #include "threads.h"
@@ -56,6 +57,8 @@ struct UnseenThread {
 };
 constexpr std::uint8_t kEmptyWalksOfNonJava = 8;
 std::unordered_map<pid_t, UnseenThread> gUnseen;
+// When each thread's stack was last learned for the native walks (NativeUnwind).
+std::unordered_map<pid_t, std::chrono::steady_clock::time_point> gLearnedStacks;
 
 // The local references JVMTI hands the sampler thread while it names methods, freed
 // after each batch (an attached thread has no Java frame to pop them).
@@ -90,6 +93,7 @@ void Sampling::StopThread() {
     gWake.notify_all();
     if (gThread.joinable()) gThread.join();
     gUnseen.clear();
+    gLearnedStacks.clear();
 }
 
 std::chrono::milliseconds Sampling::DrainInterval() {
@@ -286,6 +290,15 @@ bool Name(const RawSample &s, TId &threadId, std::vector<SStackEntry> &stack, st
     if (!FromJavaThread(s, threadId, notJava)) {
         if (n == kNotJvmThread) gNotJvmThread.fetch_add(1, std::memory_order_relaxed);
         return false;
+    }
+    if (s.numNative > 0 && !s.stackTopKnown && s.sp != 0) {
+        // Learned (again: a thread id reused, a stack not found) at most once a second.
+        const auto now = std::chrono::steady_clock::now();
+        auto [it, added] = gLearnedStacks.try_emplace(s.tid, now);
+        if (added || now - it->second >= std::chrono::seconds(1)) {
+            it->second = now;
+            NativeUnwind::LearnStackTop(s.tid, s.sp);
+        }
     }
     if (n > 0) {
         // A walk retried from the caller: the interrupted frame is named by the

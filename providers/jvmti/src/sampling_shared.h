@@ -69,6 +69,8 @@ struct RawSample {
     // when it is outside the JVM's code, then the return addresses the frame-pointer
     // chain gives until it reaches the JVM's code (native_unwind.h).
     std::int32_t numNative = 0;
+    std::uintptr_t sp = 0;      // the interrupted stack pointer
+    bool stackTopKnown = false;  // the walk had the stack's bounds (else NativeUnwind::LearnStackTop)
     std::uintptr_t native[kMaxNativeFrames];
     AgctFrame frames[kMaxFrames];
 };
