@@ -20,7 +20,7 @@
 #   wall-100     cgprof=sample=100,wall
 #   sample-100-timer, sample-1k-timer  the same with the POSIX CPU timers per thread instead
 #                of the perf task-clock (MARTINI_SAMPLING_CLOCK=timer)
-#   sample-1k-nonative  1 kHz without the native frames' walk (MARTINI_SAMPLING_NATIVE=0):
+#   sample-1k-nonative, sample-100-nonative  without the native frames' walk (MARTINI_SAMPLING_NATIVE=0):
 #                the cost of native unwinding apart
 #   sample-1     cgprof=sample=1: everything sampling switches on, next to no samples
 #   sample-1-events, sample-100-events  the same with CompiledMethodLoad events for the
@@ -54,7 +54,7 @@ echo "javac on $(wc -l <"$work/sources.txt") files" >&2
 
 
 configs=(plain sample-100 sample-1k wall-100 jfr-profile)
-all=" plain-again sample-100 sample-1k wall-100 jfr-profile sample-100-nofiles debug-info sample-100-timer sample-1k-timer sample-1 sample-1-events sample-100-events sample-1k-nonative "
+all=" plain-again sample-100 sample-1k wall-100 jfr-profile sample-100-nofiles debug-info sample-100-timer sample-1k-timer sample-1 sample-1-events sample-100-events sample-1k-nonative sample-100-nonative "
 if [ -n "${CONFIGS:-}" ]; then  # a subset: CONFIGS="sample-100 jfr-profile" (plain is always run)
   read -r -a chosen <<<"$CONFIGS"
   configs=(plain)

@@ -66,6 +66,51 @@ void TreeJson(detail::TextOut &out, const Tree &tree, const std::string &name) {
     out << '}';
 }
 
+void FramesJson(detail::TextOut &out, const std::vector<Frame> &frames) {
+    for (std::size_t i = 0; i < frames.size(); ++i) {
+        const Frame &f = frames[i];
+        out << (i ? ",{\"name\":" : "{\"name\":");
+        out.Json(f.name);
+        auto field = [&](const char *key, const std::string &value) {
+            if (value.empty()) return;
+            out << ",\"" << key << "\":";
+            out.Json(value);
+        };
+        field("class", f.className);
+        field("method", f.method);
+        field("signature", f.signature);
+        field("file", f.file);
+        if (f.line != 0) out << ",\"line\":" << f.line;
+        out << '}';
+    }
+}
+
+// "spans" (when `withSpans`) and, beside them, "timeline".
+void SpansAndTimelineJson(detail::TextOut &out, const Profile &p, bool withSpans) {
+    out << ",\"spans\":[";
+    if (withSpans) {
+        for (std::size_t i = 0; i < p.spans.size(); ++i) {
+            const Span &s = p.spans[i];
+            out << (i ? ",[" : "[") << s.threadId << ',' << s.frame << ',' << s.startNs << ',' << s.durationNs << ',';
+            out.Json(s.category);
+            out << ']';
+            out.MaybeFlush();
+        }
+    }
+    out << ']';
+    // The samples with their times (sampled profiles), beside the spans: [time, thread
+    // index, node, line].
+    if (withSpans && !p.timeline.empty()) {
+        out << ",\"timeline\":[";
+        for (std::size_t i = 0; i < p.timeline.size(); ++i) {
+            const TimedSample &t = p.timeline[i];
+            out << (i ? ",[" : "[") << t.timeNs << ',' << t.tree << ',' << t.node << ',' << t.line << ']';
+            out.MaybeFlush();
+        }
+        out << ']';
+    }
+}
+
 }  // namespace
 
 // ---- reading ---------------------------------------------------------------------------
@@ -359,22 +404,7 @@ void WriteJson(const Profile &p, std::ostream &stream, bool withSpans) {
     out << "],\"defaultMetric\":";
     out.Json(p.defaultMetric < p.metrics.size() ? p.metrics[p.defaultMetric].name : "");
     out << ",\"frames\":[";
-    for (std::size_t i = 0; i < p.frames.size(); ++i) {
-        const Frame &f = p.frames[i];
-        out << (i ? ",{\"name\":" : "{\"name\":");
-        out.Json(f.name);
-        auto field = [&](const char *key, const std::string &value) {
-            if (value.empty()) return;
-            out << ",\"" << key << "\":";
-            out.Json(value);
-        };
-        field("class", f.className);
-        field("method", f.method);
-        field("signature", f.signature);
-        field("file", f.file);
-        if (f.line != 0) out << ",\"line\":" << f.line;
-        out << '}';
-    }
+    FramesJson(out, p.frames);
     out << "],\"threads\":[";
     for (std::size_t i = 0; i < p.threads.size(); ++i) {
         if (i) out << ',';
@@ -382,28 +412,7 @@ void WriteJson(const Profile &p, std::ostream &stream, bool withSpans) {
     }
     out << "],\"merged\":";
     TreeJson(out, p.merged, p.merged.threadName);
-    out << ",\"spans\":[";
-    if (withSpans) {
-        for (std::size_t i = 0; i < p.spans.size(); ++i) {
-            const Span &s = p.spans[i];
-            out << (i ? ",[" : "[") << s.threadId << ',' << s.frame << ',' << s.startNs << ',' << s.durationNs << ',';
-            out.Json(s.category);
-            out << ']';
-            out.MaybeFlush();
-        }
-    }
-    out << ']';
-    // The samples with their times (sampled profiles), beside the spans: [time, thread
-    // index, node, line].
-    if (withSpans && !p.timeline.empty()) {
-        out << ",\"timeline\":[";
-        for (std::size_t i = 0; i < p.timeline.size(); ++i) {
-            const TimedSample &t = p.timeline[i];
-            out << (i ? ",[" : "[") << t.timeNs << ',' << t.tree << ',' << t.node << ',' << t.line << ']';
-            out.MaybeFlush();
-        }
-        out << ']';
-    }
+    SpansAndTimelineJson(out, p, withSpans);
     out << ",\"threadNames\":[";
     for (std::size_t i = 0; i < p.threadNames.size(); ++i) {
         out << (i ? ",{\"id\":" : "{\"id\":") << p.threadNames[i].id << ",\"name\":";
