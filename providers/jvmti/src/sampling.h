@@ -24,8 +24,10 @@
 // published slots every 5 to 100 ms (as long as a quarter of the ring takes to fill
 // at the rate asked for), turns jmethodIDs into method ids and bytecode indexes into
 // lines, and raises SampleHit there, in time order within each batch. A sample AGCT
-// could not walk is raised without DR_VM_CALL_STACK and counted by AGCT's cause; a
-// sample that found the ring full is counted and lost. In CPU mode, timer periods
+// could not walk is counted by AGCT's cause and raised with its native frames or the
+// code blob it was in as its stack, or without DR_VM_CALL_STACK when it has neither; a
+// sample that found the ring full is counted and lost. Threads without a Java stack
+// (the JVM's own) are raised with their native frames. In CPU mode, timer periods
 // that passed without a signal (si_overrun) are counted and said, never raised as
 // samples. The counts are printed at VMDeath.
 //
