@@ -1,5 +1,7 @@
 #include "sample_clocks.h"
 
+#include "martini/core/task_clock.h"
+
 #include "native_unwind.h"
 
 #include <dirent.h>
@@ -18,65 +20,10 @@
 
 namespace martini::jvm {
 
-namespace {
+using core::TasksOfThisProcess;
+using core::ThreadCpuClock;
 
-// Linux's clock id for another thread's CPU time (MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)).
-clockid_t ThreadCpuClock(pid_t tid) { return static_cast<clockid_t>((~static_cast<unsigned>(tid) << 3) | 6); }
-
-std::vector<pid_t> TasksOfThisProcess() {
-    std::vector<pid_t> tids;
-    if (DIR *d = opendir("/proc/self/task")) {
-        while (dirent *e = readdir(d)) {
-            if (e->d_name[0] >= '0' && e->d_name[0] <= '9') tids.push_back(static_cast<pid_t>(std::atoi(e->d_name)));
-        }
-        closedir(d);
-    }
-    return tids;
-}
-
-}  // namespace
-
-bool SampleClocks::PerfChosen() {
-    static const bool chosen = [] {
-        const char *clock = std::getenv("MARTINI_SAMPLING_CLOCK");
-        return clock == nullptr || (std::strcmp(clock, "timer") != 0 && std::strcmp(clock, "timers") != 0);
-    }();
-    return chosen;
-}
-
-// A perf task-clock event on thread `tid` that sends it SIGPROF every `periodNs` of its
-// CPU time, unless MARTINI_SAMPLING_CLOCK=timer asks for the timers; when the kernel
-// refuses (perf_event_paranoid, a seccomp filter, no perf events), -1: the caller uses
-// a POSIX CPU timer. The event counts kernel time too where the kernel lets it (as the
-// timer does), else user time only.
-int SampleClocks::OpenTaskClock(pid_t tid, long periodNs) {
-    if (!PerfChosen() || perfRefused_.load(std::memory_order_relaxed) != 0) return -1;
-    perf_event_attr attr{};
-    attr.size = sizeof attr;
-    attr.type = PERF_TYPE_SOFTWARE;
-    attr.config = PERF_COUNT_SW_TASK_CLOCK;
-    attr.sample_period = static_cast<std::uint64_t>(periodNs);
-    attr.disabled = 1;
-    attr.wakeup_events = 1;
-    int fd = static_cast<int>(syscall(SYS_perf_event_open, &attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC));
-    if (fd < 0 && (errno == EACCES || errno == EPERM)) {
-        attr.exclude_kernel = 1;
-        attr.exclude_hv = 1;
-        fd = static_cast<int>(syscall(SYS_perf_event_open, &attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC));
-    }
-    if (fd < 0) {
-        if (errno != ESRCH) perfRefused_.store(errno, std::memory_order_relaxed);  // ESRCH: the thread is gone
-        return -1;
-    }
-    f_owner_ex owner{F_OWNER_TID, tid};
-    if (fcntl(fd, F_SETFL, O_ASYNC) != 0 || fcntl(fd, F_SETSIG, SIGPROF) != 0 || fcntl(fd, F_SETOWN_EX, &owner) != 0 ||
-        ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) != 0) {
-        perfRefused_.store(errno != 0 ? errno : EINVAL, std::memory_order_relaxed);
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
+bool SampleClocks::PerfChosen() { return core::PerfClockChosen(); }
 
 void SampleClocks::SetRate(unsigned hz, bool wall) {
     // Under mutex_, the rate is either stored before Start arms the threads or seen
@@ -168,7 +115,7 @@ void SampleClocks::ArmLocked(Thread &t, pid_t tid) {
         ioctl(t.perfFd, PERF_EVENT_IOC_PERIOD, &period);
         return;
     }
-    if (!t.hasTimer && (t.perfFd = OpenTaskClock(tid, periodNs)) >= 0) return;
+    if (!t.hasTimer && (t.perfFd = core::OpenTaskClock(tid, periodNs, SIGPROF, perfRefused_)) >= 0) return;
     if (!t.hasTimer) {
         sigevent event{};
         event.sigev_notify = SIGEV_THREAD_ID;

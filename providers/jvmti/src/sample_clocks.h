@@ -70,7 +70,6 @@ private:
     static void ArmLocked(Thread &t, pid_t tid);
     static void DisarmLocked(Thread &t);
     static void DropLocked(pid_t tid);
-    static int OpenTaskClock(pid_t tid, long periodNs);
 
     static inline std::atomic<unsigned> hz_{Martini::MPI::kDefaultSamplingHz};
     static inline std::atomic<bool> wall_{false};

@@ -1,6 +1,7 @@
 #include "sample_clock.h"
 
 #include "mono_support.h"
+#include "martini/core/task_clock.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -23,61 +24,10 @@ namespace {
 
 std::atomic<int> gPerfRefused{0};  // errno of the first refusal: no further attempts
 
-// CPU mode's clock: perf events unless MARTINI_SAMPLING_CLOCK=timer asks for the timers
-// (=mono, Mono's own sampler, is Sampling's to read).
-bool PerfChosen() {
-    static const bool chosen = [] {
-        const char *clock = std::getenv("MARTINI_SAMPLING_CLOCK");
-        return clock == nullptr || (std::strcmp(clock, "timer") != 0 && std::strcmp(clock, "timers") != 0);
-    }();
-    return chosen;
-}
+using core::OpenTaskClock;
+using core::ThreadCpuClock;
 
-// A perf task-clock event on thread `tid` that sends it `signal` every `periodNs` of its
-// CPU time; -1 when perf events are not chosen or the kernel refuses them. Kernel time
-// is counted where the kernel lets it (as the timers count it), else user time only.
-int OpenTaskClock(pid_t tid, long periodNs, int signal) {
-    if (!PerfChosen() || gPerfRefused.load(std::memory_order_relaxed) != 0) return -1;
-    perf_event_attr attr{};
-    attr.size = sizeof attr;
-    attr.type = PERF_TYPE_SOFTWARE;
-    attr.config = PERF_COUNT_SW_TASK_CLOCK;
-    attr.sample_period = static_cast<std::uint64_t>(periodNs);
-    attr.disabled = 1;
-    attr.wakeup_events = 1;
-    int fd = static_cast<int>(syscall(SYS_perf_event_open, &attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC));
-    if (fd < 0 && (errno == EACCES || errno == EPERM)) {
-        attr.exclude_kernel = 1;
-        attr.exclude_hv = 1;
-        fd = static_cast<int>(syscall(SYS_perf_event_open, &attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC));
-    }
-    if (fd < 0) {
-        if (errno != ESRCH) gPerfRefused.store(errno, std::memory_order_relaxed);  // ESRCH: the thread is gone
-        return -1;
-    }
-    f_owner_ex owner{F_OWNER_TID, tid};
-    if (fcntl(fd, F_SETFL, O_ASYNC) != 0 || fcntl(fd, F_SETSIG, signal) != 0 || fcntl(fd, F_SETOWN_EX, &owner) != 0 ||
-        ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) != 0) {
-        gPerfRefused.store(errno != 0 ? errno : EINVAL, std::memory_order_relaxed);
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
-// Linux's clock id for another thread's CPU time (MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)).
-clockid_t ThreadCpuClock(pid_t tid) { return static_cast<clockid_t>((~static_cast<unsigned>(tid) << 3) | 6); }
-
-std::vector<pid_t> TasksOfThisProcess() {
-    std::vector<pid_t> tids;
-    if (DIR *d = opendir("/proc/self/task")) {
-        while (dirent *e = readdir(d)) {
-            if (e->d_name[0] >= '0' && e->d_name[0] <= '9') tids.push_back(static_cast<pid_t>(std::atoi(e->d_name)));
-        }
-        closedir(d);
-    }
-    return tids;
-}
+using core::TasksOfThisProcess;
 
 pid_t Gettid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
 
@@ -139,7 +89,7 @@ void SampleClock::ArmLocked(Armed &a, pid_t tid) {
         ioctl(a.perfFd, PERF_EVENT_IOC_PERIOD, &period);
         return;
     }
-    if (!a.hasTimer && (a.perfFd = OpenTaskClock(tid, periodNs, signal_)) >= 0) return;
+    if (!a.hasTimer && (a.perfFd = OpenTaskClock(tid, periodNs, signal_, gPerfRefused)) >= 0) return;
     if (!a.hasTimer) {
         sigevent event{};
         event.sigev_notify = SIGEV_THREAD_ID;
@@ -181,10 +131,10 @@ void SampleClock::ThreadEnded() {
     threads_.erase(it);
 }
 
-bool SampleClock::UsesTimers() { return !PerfChosen() || gPerfRefused.load() != 0; }
+bool SampleClock::UsesTimers() { return !core::PerfClockChosen() || gPerfRefused.load() != 0; }
 
 std::string SampleClock::WhyTimers() {
-    if (!PerfChosen()) return "MARTINI_SAMPLING_CLOCK=timer";
+    if (!core::PerfClockChosen()) return "MARTINI_SAMPLING_CLOCK=timer";
     if (const int refused = gPerfRefused.load(); refused != 0) {
         return std::string("perf_event_open refused, ") + std::strerror(refused);
     }
