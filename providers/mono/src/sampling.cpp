@@ -196,7 +196,6 @@ void Sampling::NoteLines(MonoMethod *method) {
 
 unsigned Sampling::LineOf(MonoMethod *m, std::int32_t nativeOffset) {
     if (nativeOffset < 0) return 0;
-    std::lock_guard lock(linesMutex_);
     const auto it = lines_.find(m);
     if (it == lines_.end()) return 0;
     const auto &v = it->second;
@@ -214,6 +213,7 @@ void Sampling::Deliver(const Sample &s) {
         // tables jit_done noted (NoteLines): mapping an offset takes runtime calls,
         // which this thread may not make.
         stack.reserve(s.frames);
+        std::lock_guard lines(linesMutex_);  // once per sample, for LineOf
         for (std::uint32_t i = 0; i < s.frames; ++i) {
             const MethodInfo *info = Metadata::Known(s.methods[i]);
             if (info == nullptr) {

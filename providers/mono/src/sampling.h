@@ -73,7 +73,7 @@ private:
     static mono_bool WalkFrame(MonoMethod *m, MonoDomain *, void *, int offset, void *data);
     static bool Queued();
     static void Deliver(const Sample &s);
-    // The line of a native offset in `m`'s code (0 when unknown).
+    // The line of a native offset in `m`'s code (0 when unknown). Caller holds linesMutex_.
     static unsigned LineOf(MonoMethod *m, std::int32_t nativeOffset);
     static inline std::mutex linesMutex_;  // lines_
     // Per compiled method: (native offset, line), by offset.
