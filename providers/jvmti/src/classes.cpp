@@ -106,10 +106,13 @@ TId ClassRegistry::NativeMethod(const std::string &library, const std::string &s
         classId = AddNamedClass(key, "", "");
         classes_[classId - 1]->sourceFile = library;
     }
+    // One lookup (a library's methods are many: MethodOf would make naming them quadratic).
+    auto [known, added] = nativeByName_.try_emplace(library + '\0' + symbol, 0);
+    if (!added && known->second != 0) return known->second;
     ClassRecord &cls = *classes_[classId - 1];
-    if (const TId known = MethodOf(cls, symbol, ""); known != 0) return known;
     const TId id = methods_.Add();
     if (id == 0) return 0;
+    known->second = id;
     MethodRecord &r = *methods_.Get(id);
     r.classId = classId;
     r.name = symbol;

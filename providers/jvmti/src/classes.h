@@ -5,7 +5,7 @@
 // declared from the class file at ClassFileLoadHook (Instrumentation) or from JVMTI
 // (classes loaded before VMInit, methods seen first in a stack or a JIT event).
 //
-// Locks: mutex_ guards classes_, classByKey_, loaders_, methodByJmethod_ and the
+// Locks: mutex_ guards classes_, classByKey_, loaders_, methodByJmethod_, nativeByName_ and the
 // appends to methods_ and to ClassRecord::methods. Records are never removed, and
 // their names never change, so a record found under the lock is read after it
 // without one. methods_ is read without a lock (RecordTable); the atomics in the
@@ -168,6 +168,7 @@ private:
     static inline std::unordered_map<std::string, TId> classByKey_;   // ClassKey
     static inline std::vector<jweak> loaders_;                        // loader index - 1
     static inline std::unordered_map<jmethodID, TId> methodByJmethod_;
+    static inline std::unordered_map<std::string, TId> nativeByName_;  // "library\0symbol"
 };
 
 }  // namespace martini::jvm
