@@ -4,7 +4,8 @@
 #
 #   bash bench/jvm_coverage.sh [BUILD_DIR] [REPETITIONS]      (defaults: build, 5)
 #   WORKLOADS="javac" bash bench/jvm_coverage.sh ...           (default: javac micro11)
-#   CONFIGS="coverage coverage-none" bash bench/jvm_coverage.sh ...  (a subset; plain is always run)
+#   CONFIGS="coverage callcount" bash bench/jvm_coverage.sh ...  (a subset; plain is always run)
+#   BEFORE=OTHER_BUILD_DIR bash bench/jvm_coverage.sh ...     (adds coverage-before: that build's agent)
 #
 # Workloads:
 #   javac    javac compiling 146 JDK sources (as bench/jvm_overhead.sh), every class of
@@ -14,10 +15,7 @@
 # Configurations:
 #   plain, plain-again   no agent (the second: the A/A control)
 #   coverage             the coverage client (lines, branches, calls; formats=none)
-#   coverage-plain       the same with MARTINI_COVERAGE_COUNTERS=plain: counters added
-#                        without an atomic (not exact under threads): what the atomic costs
-#   coverage-none        the same with MARTINI_COVERAGE_COUNTERS=none: each probe a call to
-#                        an empty method: the floor of a call per block, counting nothing
+#   coverage-before      the same with the agent of the build in $BEFORE (when set)
 #   callcount-counters   callcount=counters on every method (calls from the counters)
 #   callcount            callcount on every method, one event per call (the comparison)
 #   jacoco               JaCoCo's agent (micro11 only: it cannot read javac's classes)
@@ -28,6 +26,7 @@ build=${1:-build}
 reps=${2:-5}
 agent=$(cd "$build" && pwd)/providers/jvmti/libmartini-jvmti.so
 [ -f "$agent" ] || { echo "build first: ninja -C $build"; exit 1; }
+before_agent=${BEFORE:+$(cd "$BEFORE" && pwd)/providers/jvmti/libmartini-jvmti.so}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -49,10 +48,12 @@ mkdir -p "$work/jacoco"
 
 micro_cmd() { java "$@" -cp "$work/micro11" CallHeavy; }
 
+coverage_options=coverage=include=com.sun.tools.javac.,include=CallHeavy,formats=none,top=0
 args_for() {
   case $1 in
     plain|plain-again) ;;
-    coverage|coverage-plain|coverage-none) echo "-agentpath:$agent=coverage=include=com.sun.tools.javac.,include=CallHeavy,formats=none,top=0" ;;
+    coverage) echo "-agentpath:$agent=$coverage_options" ;;
+    coverage-before) echo "-agentpath:$before_agent=$coverage_options" ;;
     callcount-counters) echo "-agentpath:$agent=callcount=counters,out=/dev/null" ;;
     callcount) echo "-agentpath:$agent=callcount=out=/dev/null" ;;
     jacoco) echo "-javaagent:$work/jacocoagent.jar=destfile=$work/jacoco.exec,excludes=org.jacoco.*:org.objectweb.*" ;;
@@ -62,7 +63,8 @@ args_for() {
 read -r -a workloads <<<"${WORKLOADS:-javac micro11}"
 declare -A times
 for workload in "${workloads[@]}"; do
-  configs=(plain plain-again coverage coverage-plain coverage-none callcount-counters callcount)
+  configs=(plain plain-again coverage callcount-counters callcount)
+  if [ -n "${BEFORE:-}" ]; then configs+=(coverage-before); fi
   if [ -n "${CONFIGS:-}" ]; then read -r -a configs <<<"plain $CONFIGS"; fi
   [ "$workload" = micro11 ] && configs+=(jacoco)
   echo "== $workload" >&2
@@ -70,11 +72,6 @@ for workload in "${workloads[@]}"; do
     n=${#configs[@]}
     for ((i = 0; i < n; i++)); do
       c=${configs[$(((i + r - 1) % n))]}
-      case $c in
-        coverage-plain) export MARTINI_COVERAGE_COUNTERS=plain ;;
-        coverage-none) export MARTINI_COVERAGE_COUNTERS=none ;;
-        *) unset MARTINI_COVERAGE_COUNTERS ;;
-      esac
       rm -f "$work/jacoco.exec"
       start=$(date +%s.%N)
       # shellcheck disable=SC2046

@@ -70,6 +70,49 @@ if shutil.which("xmllint"):
 html = open(os.path.join(out, "coverage.html")).read()
 check("the HTML shows the source with its counts", "800010" in html and "recurse(n - 1)" in html, html[:300])
 
+# Branch outcomes, counted or had from the block only one outcome enters: if/else
+# chains, && and the conditional operator, loops, and a loop at offset 0 (whose jump
+# back makes the method's entries a counter of their own). Expected from the program.
+shutil.copy(os.path.join(source, "tests", "coverage", "Branches.java"), work)
+run([javac, "-g", "-d", os.path.join(work, "branches"), os.path.join(work, "Branches.java")])
+r, out = cover("branches", "branches", "Branches", "formats=lcov")
+br = tracefile(os.path.join(out, "coverage.info")).get("Branches.java", {"DA": {}, "FNDA": {}, "BRDA": {}})
+outcomes = {}  # line -> [not taken, taken] per branch, in code order, as javac compiles them
+def outcome(line, k, jumped):
+    pairs = outcomes.setdefault(line, [])
+    while len(pairs) <= k:
+        pairs.append([0, 0])
+    pairs[k][1 if jumped else 0] += 1
+spins = 0
+for i in range(30):
+    outcome(8, 0, i % 3 != 0)  # ifne: jumps when not 0
+    if i % 3 != 0:
+        outcome(10, 0, i % 3 != 1)
+    n = i % 4
+    while True:  # ifle: jumps out when n <= 0
+        outcome(3, 0, n <= 0)
+        if n <= 0:
+            break
+        n -= 1
+        spins += 1
+    a, b = i % 5 - 2, i % 7 - 3
+    outcome(15, 0, a <= 0)
+    if a > 0:
+        outcome(15, 1, b <= 0)
+    if not (a > 0 and b > 0):
+        outcome(17, 0, a <= b)  # if_icmple
+    outcome(21, 0, False)
+outcome(21, 0, True)
+for line, pairs in sorted(outcomes.items()):
+    want = sorted(v for pair in pairs for v in pair)
+    got = sorted(v for (ln, _, _), v in br["BRDA"].items() if ln == line)
+    check(f"Branches.java:{line}: branch outcomes {want}", got == want, (got, br["BRDA"]))
+check("the loop at offset 0: entries and lines exact",
+      br["FNDA"].get("Branches.spin(I)I") == 30 and br["DA"].get(3) == 30 + spins and br["DA"].get(4) == spins and
+      br["DA"].get(5) == 30, (br["FNDA"], br["DA"]))
+check("entries had from the first block", br["FNDA"].get("Branches.pick(I)I") == 30 and
+      br["FNDA"].get("Branches.both(II)I") == 30 and br["DA"].get(9) == 10 and br["DA"].get(12) == 10, br)
+
 # A class that is unloaded before the end: its counts are kept (Unload.java loads Gone
 # through a loader of its own, runs it, drops the loader and collects).
 shutil.copy(os.path.join(source, "tests", "coverage", "Gone.java"), work)
@@ -133,15 +176,16 @@ check("javac run as a module: its classes covered", r.returncode == 0 and
           "com.sun.tools.javac.main.JavaCompiler.compile(Ljava/util/Collection;Ljava/util/Collection;"
           "Ljava/lang/Iterable;Ljava/util/Collection;)V") == 1, (r.stderr[-1500:], list(javac_cov)))
 
-# Methods the rewriter cannot give counters (one would pass 64 KiB, one a conditional
-# branch's reach): left alone and named, never a verifier error; the rest covered.
+# Methods the rewriter cannot give counters (two would pass 64 KiB with an add of 9
+# bytes per line, one a conditional branch's reach): left alone and named, never a
+# verifier error; the rest covered.
 large = os.path.join(work, "LargeMethods.java")
 run(["bash", os.path.join(source, "providers", "jvmti", "tests", "java", "gen_large_methods.sh"), large])
 run([javac, "-d", os.path.join(work, "large"), large])
 r, out = cover("large", "large", "large.LargeMethods", "include=large.,formats=lcov")
 check("methods too large for counters: named, the program verified and ran",
       r.returncode == 0 and r.stdout.startswith("large done") and "VerifyError" not in r.stderr and
-      re.search(r"2 methods without coverage probes .*tooBig\(II\)I: the instrumented code would exceed", r.stderr),
+      re.search(r"3 methods without coverage probes .*tooBig\(II\)I: the instrumented code would exceed", r.stderr),
       r.stderr)
 
 # Several processes, then merged.

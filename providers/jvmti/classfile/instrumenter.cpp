@@ -114,8 +114,8 @@ void ChooseCoverage(const ClassJob &job, const MethodDecl &d, const Code &code, 
     CoverageLayout layout = FindCoverageLayout(code, d.lines);
     const std::int64_t first = job.selectors.coverage(job.pc.decl, d, layout);
     if (first == kNoProbe) return;
-    if (!ProbeIdFits(first) || !ProbeIdFits(first + static_cast<std::int64_t>(layout.Counters()))) {
-        job.result.coverageSkipped.push_back(d.name + d.descriptor + ": coverage counter index out of range");
+    if (!ProbeIdFits(first) || !ProbeIdFits(static_cast<std::int64_t>(layout.Counters()))) {
+        job.result.coverageSkipped.push_back(d.name + d.descriptor + ": coverage index out of range");
         return;
     }
     chosen.coverage = static_cast<std::uint32_t>(first);
@@ -172,7 +172,10 @@ void AddRefsFor(const ParsedClass &pc, const Chosen &chosen, PoolAppender &pool,
     }
     if (!chosen.sites.empty()) AddRefs(pool, refs, {Probe::kInteraction, Probe::kInteractionStatic});
     if (!chosen.arrays.empty()) AddRefs(pool, refs, {Probe::kAllocArray});
-    if (chosen.coverage) AddRefs(pool, refs, {Probe::kHit, Probe::kHitPlain, Probe::kHitNone});
+    if (chosen.coverage) {
+        AddRefs(pool, refs, {Probe::kCounters});
+        refs.longArray = pool.Class("[J");
+    }
 }
 
 struct Rewritten {
@@ -181,16 +184,16 @@ struct Rewritten {
 };
 
 Rewritten RewriteMethod(const ParsedClass &pc, std::size_t i, const Chosen &chosen, const ProbeRefs &refs,
-                        PoolAppender &pool, Probe counterProbe) {
+                        PoolAppender &pool) {
     const MethodCode mc = ReadMethodCode(pc, pc.methods[i]);
     MethodEdit edit;
     if (chosen.call) PlanCalls(mc, pc.decl.methods[i], *chosen.call, refs, edit);
     if (chosen.alloc) PlanAllocation(mc, *chosen.alloc, chosen.superCallAt, refs, edit);
+    if (chosen.coverage) {
+        PlanCoverage(mc, chosen.layout, *chosen.coverage, InitialLocals(pc, pc.decl.methods[i], pool), refs, edit);
+    }
     if (!chosen.sites.empty()) PlanSites(mc, chosen.sites, refs, edit);
     if (!chosen.arrays.empty()) PlanArrays(mc, chosen.arrays, refs, edit);
-    if (chosen.coverage) {
-        PlanCoverage(mc, chosen.layout, *chosen.coverage, counterProbe, refs, edit);
-    }
     const Layout layout(mc, edit);
     Rewritten out;
     out.codeAttribute = layout.Write(pool);
@@ -204,7 +207,7 @@ std::vector<std::uint8_t> InstrumentMethod(const ClassJob &job, std::size_t i, c
     InstrumentResult &result = job.result;
     try {
         AddRefsFor(job.pc, chosen, pool, refs);
-        Rewritten rw = RewriteMethod(job.pc, i, chosen, refs, pool, job.selectors.counterProbe);
+        Rewritten rw = RewriteMethod(job.pc, i, chosen, refs, pool);
         if (chosen.track) result.delegationOffsets[i] = rw.tracked;
         if (chosen.call) ++result.instrumented;
         if (chosen.alloc) ++result.allocProbed;

@@ -68,20 +68,29 @@
 //
 // Coverage probes. A CoverageSelector is asked once per method with code, with the
 // method's blocks and conditional branches (CoverageLayout, offsets in the original
-// code); it returns the index of the method's first counter C (0 .. 2^31-1) or
-// kNoProbe. The method then has blocks.size() + 2 * branches.size() + 1 counters from C:
-// block i's counter is C + i, branch j's C + n + 2j (the times it ran) and C + n + 2j + 1
-// (the times it fell through: not taken), n = blocks.size(), and the last counts the
-// method's entries (a method-start probe no branch reaches: its calls). A block starts at
-// offset 0, at every branch and switch target, after every branch, switch, return,
-// athrow, jsr and ret, at every exception handler, and at every LineNumberTable entry
-// (so that each line's first instruction starts a block: a line is counted when it is
-// entered, even when a call on it ends by an exception). At each block start, before
-// the instruction (a branch to it lands on the probe), and before each conditional
-// branch:                        push C+k; invokestatic <probes>.hit(I)V
-// and right after each conditional branch (reached only by falling through) the same
-// with C + n + 2j + 1. The probe leaves the stack as it found it, so stack map frames
-// only move. Methods that got coverage probes are listed in `coverage`.
+// code); it returns the method's coverage index M (0 .. 2^31-1) or kNoProbe. A block
+// starts at offset 0, at every branch and switch target, after every branch, switch,
+// return, athrow, jsr and ret, at every exception handler, and at every
+// LineNumberTable entry (so that each line's first instruction starts a block: a line
+// is counted when it is entered, even when a call on it ends by an exception). Each
+// block has a counter (block i's is i), added to at its start (before the instruction:
+// a branch to it lands on the add). A conditional branch's two outcomes are had from
+// blocks when they can be: not taken from the next block when only falling through
+// enters it, taken from the target when only this jump enters it (not the method's
+// entry, no other jump or switch, no handler, not the instruction before by falling
+// through). What cannot be had so is counted: `ran` before the branch (then taken is
+// ran minus not taken), `fell` right after it (reached only by falling through). The
+// method's entries are block 0's count, or counted at the method start when a jump
+// reaches offset 0. The N counters are the calling thread's own long[] (so no add is
+// lost), asked for once per call and kept in a new local L right past max_locals
+// (spilled site arguments go after it):
+//   at the method start:           push M; push N; invokestatic <probes>.counters(II)[J; astore L
+//                                  (branches to old 0 land after it)
+//   each add, with no call:        aload L; push k; dup2; laload; lconst_1; ladd; lastore
+// The adds leave the stack as they found it (max_stack grows by 6). Every stack map
+// frame is written as a full frame whose locals have L as long[] (the others as they
+// were, with Top up to L), so the verifier knows L at every branch target. Methods that
+// got coverage probes are listed in `coverage`.
 //
 // Branch offsets, switch padding, the exception table, StackMapTable (including
 // Uninitialized(offset) types), LineNumberTable, LocalVariableTable and
@@ -163,16 +172,28 @@ struct ArraySite {
 
 inline constexpr std::int64_t kNoProbe = -1;
 
-// A method's blocks and conditional branches (see the header comment), original offsets.
+// A method's blocks and conditional branches (see the header comment), original
+// offsets, and where each count comes from: counter i is block i's; a branch outcome
+// or the entries are counted only when no block has their count.
 struct CoverageLayout {
-    std::vector<std::uint32_t> blocks;    // ascending; the first is 0
-    std::vector<std::uint32_t> branches;  // ascending: if<cond>, if_<cmp>, ifnull, ifnonnull
-    // Counters: one per block, two per branch, and the method's entries (last).
-    std::size_t Counters() const { return blocks.size() + 2 * branches.size() + 1; }
+    static constexpr std::int32_t kNone = -1;
+    struct Branch {
+        std::uint32_t offset = 0;
+        std::int32_t ran = kNone;         // the counter before it: taken + not taken
+        std::int32_t fell = kNone;        // the counter right after it: not taken
+        std::int32_t fellBlock = kNone;   // or the block only its falling through enters
+        std::int32_t takenBlock = kNone;  // the block only its jump enters (else ran - not taken)
+        bool operator==(const Branch &) const = default;
+    };
+    std::vector<std::uint32_t> blocks;  // ascending; the first is 0
+    std::vector<Branch> branches;       // ascending: if<cond>, if_<cmp>, ifnull, ifnonnull
+    std::int32_t entry = kNone;         // the entries' counter; kNone: block 0's count (no jump to 0)
+    std::uint32_t counters = 0;         // blocks, then the branch and entry counters
+    std::size_t Counters() const { return counters; }
     bool operator==(const CoverageLayout &) const = default;
 };
 
-// Called once per method with code; returns the method's first counter or kNoProbe.
+// Called once per method with code; returns the method's coverage index or kNoProbe.
 using CoverageSelector =
     std::function<std::int64_t(const ClassDecl &, const MethodDecl &, const CoverageLayout &)>;
 
@@ -213,10 +234,10 @@ struct InstrumentResult {
     unsigned arraysProbed = 0;               // allocation instructions that got a probe
     std::vector<std::string> arraysSkipped;  // "name descriptor: reason" per method whose arrays did not
     // Coverage probes (only with a CoverageSelector): per method that got them, its
-    // index in `decl`, first counter and layout.
+    // index in `decl`, coverage index and layout.
     struct Covered {
         std::size_t method = 0;
-        std::uint32_t firstCounter = 0;
+        std::uint32_t index = 0;
         CoverageLayout layout;
     };
     std::vector<Covered> coverage;
@@ -233,7 +254,6 @@ struct Selectors {
     SiteSelector sites = {};
     ArraySelector arrays = {};
     CoverageSelector coverage = {};
-    Probe counterProbe = Probe::kHit;  // coverage: Probes.hit, or hitPlain / hitNone (measuring)
 };
 
 // Parses, asks the selectors (see the header comment for what about), and rewrites

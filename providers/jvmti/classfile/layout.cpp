@@ -91,6 +91,39 @@ void EncodeFrame(Writer &f, const Frame &fr, std::uint32_t delta,
 
 bool IsSwitch(std::uint8_t op) { return op == kTableswitch || op == kLookupswitch; }
 
+// Every frame as a full frame whose locals hold the live local at its slot: a same,
+// chop or append frame is read against the locals before it, from the method's initial
+// ones on.
+std::vector<Frame> WithLiveLocal(const std::vector<Frame> &frames, const LiveLocal &live) {
+    std::vector<VType> locals = live.initial;
+    std::vector<Frame> out;
+    out.reserve(frames.size());
+    for (const Frame &fr : frames) {
+        Frame full{255, fr.offset, {}, {}, 0};
+        if (fr.kind <= 63 || fr.kind == 251) {
+            // same: the locals before, no stack
+        } else if (fr.kind <= 127 || fr.kind == 247) {
+            full.stack = fr.stack;
+        } else if (fr.kind <= 250) {
+            if (fr.chop > locals.size()) throw FormatError("a chop frame removes more locals than there are");
+            locals.resize(locals.size() - fr.chop);
+        } else if (fr.kind <= 254) {
+            locals.insert(locals.end(), fr.locals.begin(), fr.locals.end());
+        } else {
+            locals = fr.locals;
+            full.stack = fr.stack;
+        }
+        unsigned slots = 0;
+        for (const VType &v : locals) slots += v.tag == 3 || v.tag == 4 ? 2 : 1;  // Double, Long
+        if (slots > live.slot) throw FormatError("a stack map frame has more locals than max_locals");
+        full.locals = locals;
+        full.locals.resize(locals.size() + (live.slot - slots), VType{0, 0});  // Top
+        full.locals.push_back(live.type);
+        out.push_back(std::move(full));
+    }
+    return out;
+}
+
 }  // namespace
 
 Layout::Layout(const MethodCode &mc, const MethodEdit &edit)
@@ -306,7 +339,7 @@ void Layout::WriteAttributes(Writer &w, PoolAppender &pool) const {
 }
 
 void Layout::WriteFrames(Writer &w, std::uint16_t nameIndex) const {
-    std::vector<Frame> all = mc_.frames;
+    std::vector<Frame> all = edit_.liveLocal ? WithLiveLocal(mc_.frames, *edit_.liveLocal) : mc_.frames;
     for (Frame &fr : all) fr.offset = Entry(fr.offset);
     for (const CatchAll &h : edit_.catchAlls) {
         if (!h.prologue && h.oldStart >= h.oldEnd) continue;

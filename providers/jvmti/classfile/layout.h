@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
 namespace martini::jvm::detail {
@@ -68,11 +69,21 @@ struct CatchAll {
     std::uint16_t catchType = 0;
 };
 
+// A local set by the method-start insertions and live in all the code after them: every
+// stack map frame is written in full, with it at `slot` (Top over the slots between).
+struct LiveLocal {
+    unsigned slot = 0;
+    VType type{};
+    std::vector<VType> initial;  // the frame locals the method starts with (JVMS 4.10.1.6)
+};
+
 struct MethodEdit {
     std::vector<Insertion> insertions;  // code order within a place; planners add in probe-kind order
     std::vector<CatchAll> catchAlls;    // after the program's own handlers, which keep priority
     std::uint16_t throwable = 0;        // Class constant of java/lang/Throwable, for the frames
     unsigned minStack = 0;              // max_stack at least this (a handler's whole stack)
+    unsigned reservedLocals = 0;        // locals past max_locals that later planners leave alone
+    std::optional<LiveLocal> liveLocal;
 };
 
 // Where each instruction lands, and the new Code attribute.

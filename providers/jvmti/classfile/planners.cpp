@@ -287,8 +287,8 @@ SiteChoice SiteChoiceFor(const CallSite &site, std::int32_t id) {
 }
 
 void PlanSites(const MethodCode &mc, const std::vector<SiteChoice> &sites, const ProbeRefs &refs, MethodEdit &edit) {
-    // The spilled arguments go to new locals past max_locals.
-    const unsigned spillBase = mc.code.maxLocals;
+    // The spilled arguments go to new locals past max_locals (and past those taken before).
+    const unsigned spillBase = mc.code.maxLocals + edit.reservedLocals;
     unsigned spillWords = 0;
     for (const SiteChoice &s : sites) {
         const Insn &in = mc.At(s.at, "call site");
@@ -299,7 +299,8 @@ void PlanSites(const MethodCode &mc, const std::vector<SiteChoice> &sites, const
     // A branch to the call lands on its probe (its stack is the call's), so the
     // StackMapTable only moves; the spilled locals are in no frame (Top).
     for (const SiteChoice &s : sites) {
-        edit.insertions.push_back({Placement::kBefore, s.at, SiteProbeSize(s, spillBase), 2, SpillWords(s),
+        edit.insertions.push_back({Placement::kBefore, s.at, SiteProbeSize(s, spillBase), 2,
+                                   edit.reservedLocals + SpillWords(s),
                                    [refs, s, spillBase](Writer &w, PoolAppender &pool) {
                                        EmitSiteProbe(w, s, spillBase, refs, pool);
                                    }});
@@ -393,6 +394,46 @@ bool EndsBlock(std::uint8_t op) {
 
 }  // namespace
 
+namespace {
+
+// Does control go on to the next instruction after this one (by falling through, or
+// when a subroutine returns after a jsr)?
+bool FallsThrough(std::uint8_t op) {
+    return !(op == kGoto || op == kGotoW || op == 0xa9 /* ret */ || op == kTableswitch || op == kLookupswitch ||
+             IsReturn(op) || op == kAthrow);
+}
+
+// How control enters each offset, beside falling through: jumps (branch, switch and jsr
+// targets, each edge once), handlers and the method's entry.
+struct Entries {
+    std::vector<std::uint32_t> jumps;
+    std::vector<bool> fallIn, handler;
+
+    Entries(const Code &code, const std::vector<Insn> &insns)
+        : jumps(code.bytes.size() + 1), fallIn(code.bytes.size() + 1), handler(code.bytes.size() + 1) {
+        for (const Insn &in : insns) {
+            for (std::int64_t t : in.targets) {
+                if (t >= 0 && static_cast<std::size_t>(t) < jumps.size()) ++jumps[static_cast<std::size_t>(t)];
+            }
+            if (FallsThrough(in.op)) fallIn[in.off + in.len] = true;
+        }
+        for (const ExceptionEntry &e : code.exceptions) {
+            if (e.handler < handler.size()) handler[e.handler] = true;
+        }
+    }
+    // Only falling through from the instruction before enters `off`.
+    bool OnlyFallIn(std::uint32_t off) const { return off != 0 && jumps[off] == 0 && !handler[off]; }
+    // Only one jump enters `off`.
+    bool OnlyJump(std::uint32_t off) const { return off != 0 && jumps[off] == 1 && !fallIn[off] && !handler[off]; }
+};
+
+std::int32_t BlockAt(const std::vector<std::uint32_t> &blocks, std::uint32_t off) {
+    const auto it = std::lower_bound(blocks.begin(), blocks.end(), off);
+    return it != blocks.end() && *it == off ? static_cast<std::int32_t>(it - blocks.begin()) : CoverageLayout::kNone;
+}
+
+}  // namespace
+
 CoverageLayout FindCoverageLayout(const Code &code, const std::vector<LineEntry> &lines) {
     const std::vector<Insn> insns = Decode(code.bytes);
     std::vector<bool> starts(code.bytes.size() + 1, false), isInsn(code.bytes.size() + 1, false);
@@ -403,45 +444,131 @@ CoverageLayout FindCoverageLayout(const Code &code, const std::vector<LineEntry>
         }
     };
     mark(0);
-    CoverageLayout layout;
     for (const Insn &in : insns) {
         for (std::int64_t t : in.targets) mark(t);
         if (EndsBlock(in.op)) mark(in.off + in.len);
-        if (IsConditional(in.op)) layout.branches.push_back(in.off);
     }
     for (const ExceptionEntry &e : code.exceptions) mark(e.handler);
     for (const LineEntry &l : lines) mark(l.offset);
+    CoverageLayout layout;
     for (std::size_t off = 0; off < code.bytes.size(); ++off) {
         if (starts[off]) layout.blocks.push_back(static_cast<std::uint32_t>(off));
     }
+    auto next = static_cast<std::int32_t>(layout.blocks.size());
+    const Entries entries(code, insns);
+    for (const Insn &in : insns) {
+        if (!IsConditional(in.op)) continue;
+        CoverageLayout::Branch b;
+        b.offset = in.off;
+        const auto target = static_cast<std::uint32_t>(in.targets[0]), after = in.off + in.len;
+        if (entries.OnlyFallIn(after)) b.fellBlock = BlockAt(layout.blocks, after);
+        if (entries.OnlyJump(target)) b.takenBlock = BlockAt(layout.blocks, target);
+        if (b.takenBlock == CoverageLayout::kNone) b.ran = next++;
+        if (b.fellBlock == CoverageLayout::kNone) b.fell = next++;
+        layout.branches.push_back(b);
+    }
+    if (entries.jumps[0] != 0 || entries.handler[0]) layout.entry = next++;
+    layout.counters = static_cast<std::uint32_t>(next);
     return layout;
 }
 
-void PlanCoverage(const MethodCode &mc, const CoverageLayout &layout, std::uint32_t firstCounter, Probe probe,
-                  const ProbeRefs &refs, MethodEdit &edit) {
-    const std::uint16_t method = refs[probe];
-    const auto counter = [&](Placement place, std::uint32_t at, std::uint64_t k) {
-        const std::uint64_t index = firstCounter + k;
-        if (index > static_cast<std::uint64_t>(std::numeric_limits<std::int32_t>::max())) {
-            throw SkipMethod("coverage counter index out of range");
+namespace {
+
+// Pushes an int constant in the fewest bytes: iconst_n, bipush, sipush or ldc_w.
+std::uint32_t IntSize(std::uint32_t v) { return v <= 5 ? 1 : v <= 127 ? 2 : 3; }
+
+void EmitInt(Writer &w, std::uint32_t v, PoolAppender &pool) {
+    if (v <= 5) {
+        w.U1(kIconst0 + v);
+    } else if (v <= 127) {
+        w.U1(kBipush);
+        w.U1(v);
+    } else {
+        EmitId(w, static_cast<std::int32_t>(v), pool);
+    }
+}
+
+// aload/astore of `local`: the one-byte forms up to 3, wide past 255.
+std::uint32_t LocalSize(unsigned local) { return local <= 3 ? 1 : local <= 255 ? 2 : 4; }
+
+void EmitLocalOp(Writer &w, std::uint8_t op, std::uint8_t shortForm0, unsigned local) {
+    if (local <= 3) {
+        w.U1(shortForm0 + local);
+    } else {
+        EmitLocal(w, op, local);
+    }
+}
+
+// counters[k] += 1, the array in `local`: aload; push k; dup2; laload; lconst_1; ladd; lastore.
+constexpr unsigned kAddStack = 6;  // array, index, array, index, then a long on them
+
+std::uint32_t AddSize(unsigned local, std::uint32_t k) { return LocalSize(local) + IntSize(k) + 5; }
+
+void EmitAdd(Writer &w, unsigned local, std::uint32_t k, PoolAppender &pool) {
+    EmitLocalOp(w, kAload, kAload0, local);
+    EmitInt(w, k, pool);
+    for (const std::uint8_t op : {kDup2, kLaload, kLconst1, kLadd, kLastore}) w.U1(op);
+}
+
+}  // namespace
+
+std::vector<VType> InitialLocals(const ParsedClass &pc, const MethodDecl &d, PoolAppender &pool) {
+    std::vector<VType> locals;
+    if ((d.accessFlags & kAccStatic) == 0) {
+        const bool uninitialized = d.name == "<init>" && pc.decl.internalName != "java/lang/Object";
+        locals.push_back(uninitialized ? VType{6, 0} : VType{7, pc.thisClass});
+    }
+    const std::string &desc = d.descriptor;
+    for (std::size_t i = 1; i < desc.size() && desc[i] != ')';) {
+        const std::size_t start = i;
+        TypeWords(desc, i);
+        switch (desc[start]) {
+            case 'J': locals.push_back({4, 0}); break;
+            case 'D': locals.push_back({3, 0}); break;
+            case 'F': locals.push_back({2, 0}); break;
+            case 'L': locals.push_back({7, pool.Class(desc.substr(start + 1, i - start - 2))}); break;
+            case '[': locals.push_back({7, pool.Class(desc.substr(start, i - start))}); break;
+            default: locals.push_back({1, 0}); break;  // I Z B C S
         }
-        edit.insertions.push_back({place, at, kProbeSize, 1, 0,
-                                   [id = static_cast<std::int32_t>(index), method](Writer &w, PoolAppender &pool) {
-                                       EmitProbe(w, id, method, pool);
-                                   }});
+    }
+    return locals;
+}
+
+void PlanCoverage(const MethodCode &mc, const CoverageLayout &layout, std::uint32_t index, std::vector<VType> initial,
+                  const ProbeRefs &refs, MethodEdit &edit) {
+    const unsigned local = mc.code.maxLocals;
+    if (local + 1 > 0xffff) throw SkipMethod("max_locals would exceed 65535 with the coverage counters");
+    if (layout.Counters() > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max())) {
+        throw SkipMethod("too many coverage counters");
+    }
+    const auto size = static_cast<std::uint32_t>(layout.Counters());
+    edit.reservedLocals = 1;
+    edit.liveLocal = {local, VType{7, refs.longArray}, std::move(initial)};
+    // The thread's counters, then (when counted) the entries' add.
+    const std::uint32_t prologue = IntSize(index) + IntSize(size) + 3 + LocalSize(local);
+    edit.insertions.push_back({Placement::kMethodStart, 0, prologue, 2, 1,
+                               [=, method = refs[Probe::kCounters]](Writer &w, PoolAppender &pool) {
+                                   EmitInt(w, index, pool);
+                                   EmitInt(w, size, pool);
+                                   w.U1(kInvokestatic);
+                                   w.U2(method);
+                                   EmitLocalOp(w, kAstore, kAstore0, local);
+                               }});
+    const auto add = [&](Placement place, std::uint32_t at, std::uint32_t k) {
+        edit.insertions.push_back({place, at, AddSize(local, k), kAddStack, 1,
+                                   [local, k](Writer &w, PoolAppender &pool) { EmitAdd(w, local, k, pool); }});
     };
-    const std::size_t n = layout.blocks.size();
-    for (std::size_t i = 0; i < n; ++i) {
+    if (layout.entry != CoverageLayout::kNone) add(Placement::kMethodStart, 0, layout.entry);  // the calls
+    for (std::uint32_t i = 0; i < layout.blocks.size(); ++i) {
         mc.At(layout.blocks[i], "coverage block");
-        counter(Placement::kBefore, layout.blocks[i], i);
+        add(Placement::kBefore, layout.blocks[i], i);
     }
-    for (std::size_t j = 0; j < layout.branches.size(); ++j) {
-        const Insn &in = mc.At(layout.branches[j], "coverage branch");
+    for (const CoverageLayout::Branch &b : layout.branches) {
+        const Insn &in = mc.At(b.offset, "coverage branch");
         if (!IsConditional(in.op)) throw FormatError("coverage branch " + std::to_string(in.off) + " is not one");
-        counter(Placement::kBefore, in.off, n + 2 * j);
-        counter(Placement::kAfter, in.off, n + 2 * j + 1);
+        if (b.ran != CoverageLayout::kNone) add(Placement::kBefore, in.off, static_cast<std::uint32_t>(b.ran));
+        if (b.fell != CoverageLayout::kNone) add(Placement::kAfter, in.off, static_cast<std::uint32_t>(b.fell));
     }
-    counter(Placement::kMethodStart, 0, layout.Counters() - 1);  // the calls
 }
 
 }  // namespace martini::jvm::detail

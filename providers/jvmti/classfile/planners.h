@@ -22,6 +22,7 @@ struct ProbeRefs {
     std::uint16_t stackOverflow = 0;                   // java/lang/StackOverflowError, caught at the enter probe
     std::uint16_t lostEnters = 0;                      // Fieldref Probes.lostEnters
     std::uint16_t thisClass = 0;                       // the class's own Class; 0: the allocByClassId form
+    std::uint16_t longArray = 0;                       // [J, the coverage counters' frame type
     std::uint16_t operator[](Probe p) const { return method[ProbeIndex(p)]; }
 };
 
@@ -77,7 +78,13 @@ void PlanArrays(const MethodCode &mc, const std::vector<ArrayChoice> &arrays, co
 // The blocks and conditional branches of a method's code (`lines`: its line table).
 CoverageLayout FindCoverageLayout(const Code &code, const std::vector<LineEntry> &lines);
 
-void PlanCoverage(const MethodCode &mc, const CoverageLayout &layout, std::uint32_t firstCounter, Probe probe,
+// The frame locals a method starts with (JVMS 4.10.1.6): `this` (uninitializedThis in
+// a constructor, but Object's), then the parameters; reference types as Class constants
+// added to `pool`.
+std::vector<VType> InitialLocals(const ParsedClass &pc, const MethodDecl &d, PoolAppender &pool);
+
+// Call before PlanSites (the counters' local comes first past max_locals).
+void PlanCoverage(const MethodCode &mc, const CoverageLayout &layout, std::uint32_t index, std::vector<VType> initial,
                   const ProbeRefs &refs, MethodEdit &edit);
 
 }  // namespace martini::jvm::detail

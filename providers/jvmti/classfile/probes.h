@@ -28,11 +28,9 @@ enum class Probe : std::size_t {
     kAllocArray,
     kInteraction,
     kInteractionStatic,
-    kHit,
-    kHitPlain,
-    kHitNone,
+    kCounters,
 };
-inline constexpr std::size_t kProbeCount = 12;
+inline constexpr std::size_t kProbeCount = 10;
 
 constexpr std::size_t ProbeIndex(Probe p) { return static_cast<std::size_t>(p); }
 
@@ -56,12 +54,9 @@ inline constexpr std::array<ProbeMethod, kProbeCount> kProbeMethods = {{
     {Probe::kAllocArray, "allocArray", "(Ljava/lang/Object;I)V", true, true},
     {Probe::kInteraction, "interaction", "(Ljava/lang/Object;I)V", true, false},
     {Probe::kInteractionStatic, "interactionStatic", "(I)V", true, false},
-    // Coverage counters: Java, compiled inline (an atomic add to the counter in native
-    // memory; hitPlain a plain add, hitNone nothing: for measuring what exactness and
-    // the counting itself cost beside the call).
-    {Probe::kHit, "hit", "(I)V", false, false},
-    {Probe::kHitPlain, "hitPlain", "(I)V", false, false},
-    {Probe::kHitNone, "hitNone", "(I)V", false, false},
+    // Coverage: the calling thread's counters of a covered method (Java, compiled
+    // inline; the method adds to them without a call).
+    {Probe::kCounters, "counters", "(II)[J", false, false},
 }};
 
 constexpr bool ProbeRowsInEnumOrder() {

@@ -100,8 +100,7 @@ std::vector<std::uint8_t> Instrumentation::OnClassFile(JNIEnv *jni, jobject load
     const ArraySelector arrays = Allocations::ArraysSelector(load);
     const CoverageSelector coverage = Coverage::Selector(load);
     InstrumentResult result = calls || allocs || sites || arrays || coverage
-                                  ? InstrumentClass(bytes, Selectors{calls, allocs, sites, arrays, coverage,
-                                                                     Coverage::CounterProbe()})
+                                  ? InstrumentClass(bytes, Selectors{calls, allocs, sites, arrays, coverage})
                                   : ParseClass(bytes);
     if (!result.parsed) {
         stats_.classesUnparsable.fetch_add(1, std::memory_order_relaxed);

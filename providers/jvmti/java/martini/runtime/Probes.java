@@ -7,9 +7,8 @@ package martini.runtime;
  * selected, array allocation probes after the newarray/anewarray/multianewarray
  * instructions creating arrays of the classes it selected, and site probes before the calls of Object.notify/notifyAll and
  * Thread.start/join/sleep/interrupt in the methods a client's thread-interaction
- * filter selected (or, for Thread.start(), that need thread parents), and coverage
- * counters at the block starts and branches of the methods a client's coverage filter
- * selected. Loaded from the bootstrap class path so every class, whatever its loader
+ * filter selected (or, for Thread.start(), that need thread parents), and the
+ * coverage counters of the methods a client's coverage filter selected. Loaded from the bootstrap class path so every class, whatever its loader
  * or module, can call it; the natives are bound by the agent.
  */
 public final class Probes {
@@ -66,66 +65,131 @@ public final class Probes {
     public static native void interactionStatic(int site);
 
     /**
-     * Coverage counters: 8-byte counters in native memory from {@link #counters} on, in
-     * STRIPES + 1 stripes of STRIDE bytes. Stripe 0 is shared and added to atomically;
-     * stripe s + 1 belongs to the one thread whose id is OWNERS[s], which adds to it
-     * with plain loads and stores (no other thread writes it, so no add is lost). The
-     * agent sums the stripes when a client asks. `unsafe` and `counters` are set by the
-     * agent (through JNI, which needs no access) before any class has a coverage probe,
-     * after exporting jdk.internal.misc to this class's module (java.base is in every
-     * module graph; sun.misc.Unsafe's jdk.unsupported is not, under `java -m`); it
-     * checks STRIPES and STRIDE against its own.
+     * Coverage counters. Each thread counts in arrays of its own, one per covered method
+     * (by the method's coverage index, given by the agent), so its adds are plain and
+     * none is lost. A covered method asks for its array once per call, keeps it in a
+     * local, and adds to it inline at each block start and branch, without a call. The
+     * arrays of threads that ended are kept: {@link #totals} sums them all.
+     *
+     * Runs inside every covered method, the JDK's too: it calls nothing that can be
+     * covered (Thread and Object never are; System.arraycopy is native), so it never
+     * reaches itself (not even Math.max).
      */
-    static jdk.internal.misc.Unsafe unsafe;
-    static long counters;
-    static final int STRIPES = 16;
-    static final long STRIDE = 8L << 24;
-    private static final long[] OWNERS = new long[STRIPES];
-
-    /**
-     * At the start of a covered block, and around a conditional branch: counter + 1.
-     * Compiled inline: the thread's id, its stripe's owner, a plain add when it is the
-     * owner; else {@link #hitShared}.
-     */
-    public static void hit(int counter) {
-        final long id = Thread.currentThread().getId();
-        final int s = (int) id & (STRIPES - 1);
-        if (OWNERS[s] == id) {
-            final long address = counters + (s + 1L) * STRIDE + ((long) counter << 3);
-            unsafe.putLong(address, unsafe.getLong(address) + 1L);
-        } else {
-            hitShared(counter, id, s);
+    private static final class Counts {
+        final long thread;       // Thread.getId(): never reused
+        final Thread owner;      // kept after it ends, with its counts
+        long[][] methods;        // by coverage index; written by its thread, under the lock
+        Counts(long thread, Thread owner, int methods) {
+            this.thread = thread;
+            this.owner = owner;
+            this.methods = new long[methods][];
         }
     }
 
-    /** A thread without a stripe: it takes a free one, or adds atomically to the shared one. */
-    private static void hitShared(int counter, long id, int s) {
-        if (claim(id, s)) {
-            final long address = counters + (s + 1L) * STRIDE + ((long) counter << 3);
-            unsafe.putLong(address, unsafe.getLong(address) + 1L);
-        } else {
-            unsafe.getAndAddLong(null, counters + ((long) counter << 3), 1L);
+    /** By thread, open addressing on the id; replaced (twice the size) under the lock. */
+    private static volatile Counts[] threads = new Counts[64];
+    private static int threadCount;  // under the lock
+
+    private static int slotOf(long thread, int mask) {
+        return (int) ((thread * 0x9E3779B97F4A7C15L) >>> 40) & mask;
+    }
+
+    /**
+     * The counts of the thread that asked last: the common case is one thread running
+     * covered code. Threads race to write it; each reads only its own Counts through it.
+     */
+    private static Counts last = new Counts(0, null, 1);
+
+    /**
+     * At the start of a covered method: this thread's `size` counters of the method with
+     * coverage index `method`. Small, to be compiled inline; the rest in countersOf.
+     */
+    public static long[] counters(int method, int size) {
+        final Counts c = last;
+        if (c.owner == Thread.currentThread()) {
+            final long[][] methods = c.methods;
+            if (method < methods.length && methods[method] != null) return methods[method];
+        }
+        return countersOf(method, size);
+    }
+
+    /** Not the last thread, or its first call of the method: the table. */
+    private static long[] countersOf(int method, int size) {
+        final Thread t = Thread.currentThread();
+        final long thread = t.getId();
+        final Counts[] table = threads;
+        final int mask = table.length - 1;
+        for (int i = slotOf(thread, mask);; i = (i + 1) & mask) {
+            final Counts c = table[i];
+            if (c == null) break;
+            if (c.thread == thread) {
+                last = c;
+                final long[][] methods = c.methods;
+                if (method < methods.length) {
+                    final long[] a = methods[method];
+                    if (a != null) return a;
+                }
+                break;
+            }
+        }
+        return newCounters(t, thread, method, size);
+    }
+
+    /** The first call of a method on a thread: its array, and the thread's table entry. */
+    private static synchronized long[] newCounters(Thread t, long thread, int method, int size) {
+        Counts c = find(threads, thread);
+        if (c == null) {
+            if (2 * (threadCount + 1) > threads.length) {
+                final Counts[] bigger = new Counts[2 * threads.length];
+                for (Counts old : threads) {
+                    if (old != null) put(bigger, old);
+                }
+                threads = bigger;
+            }
+            c = new Counts(thread, t, method < 64 ? 64 : method + 1);
+            put(threads, c);
+            ++threadCount;
+        }
+        if (method >= c.methods.length) {
+            final int length = 2 * c.methods.length > method ? 2 * c.methods.length : method + 1;
+            final long[][] longer = new long[length][];
+            System.arraycopy(c.methods, 0, longer, 0, c.methods.length);
+            c.methods = longer;
+        }
+        long[] a = c.methods[method];
+        if (a == null) {
+            a = new long[size];
+            c.methods[method] = a;
+        }
+        last = c;
+        return a;
+    }
+
+    private static Counts find(Counts[] table, long thread) {
+        final int mask = table.length - 1;
+        for (int i = slotOf(thread, mask);; i = (i + 1) & mask) {
+            if (table[i] == null || table[i].thread == thread) return table[i];
         }
     }
 
-    private static synchronized boolean claim(long id, int s) {
-        if (OWNERS[s] == 0) OWNERS[s] = id;
-        return OWNERS[s] == id;
+    private static void put(Counts[] table, Counts c) {
+        final int mask = table.length - 1;
+        int i = slotOf(c.thread, mask);
+        while (table[i] != null) i = (i + 1) & mask;
+        table[i] = c;
     }
 
     /**
-     * A plain add to the shared stripe (MARTINI_COVERAGE_COUNTERS=plain): not exact when
-     * threads run the same code; for measuring what exactness costs.
+     * The sums over every thread, ended ones too, of the `size` counters of the method
+     * with coverage index `method`. Called by the agent.
      */
-    public static void hitPlain(int counter) {
-        final long address = counters + ((long) counter << 3);
-        unsafe.putLong(address, unsafe.getLong(address) + 1L);
-    }
-
-    /**
-     * Nothing (MARTINI_COVERAGE_COUNTERS=none): the call alone, for measuring what a
-     * probe costs beside counting.
-     */
-    public static void hitNone(int counter) {
+    public static synchronized long[] totals(int method, int size) {
+        final long[] sum = new long[size];
+        for (Counts c : threads) {
+            if (c == null || method >= c.methods.length || c.methods[method] == null) continue;
+            final long[] a = c.methods[method];
+            for (int k = 0; k < size && k < a.length; ++k) sum[k] += a[k];
+        }
+        return sum;
     }
 }
