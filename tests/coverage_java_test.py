@@ -71,8 +71,10 @@ html = open(os.path.join(out, "coverage.html")).read()
 check("the HTML shows the source with its counts", "800010" in html and "recurse(n - 1)" in html, html[:300])
 
 # Branch outcomes, counted or had from the block only one outcome enters: if/else
-# chains, && and the conditional operator, loops, and a loop at offset 0 (whose jump
-# back makes the method's entries a counter of their own). Expected from the program.
+# chains, && and the conditional operator, loops, a loop at offset 0 (whose jump back
+# makes the method's entries a counter of their own), and switches (cases sharing a
+# target, the default shared with a break, cases falling through). Expected from the
+# program.
 shutil.copy(os.path.join(source, "tests", "coverage", "Branches.java"), work)
 run([javac, "-g", "-d", os.path.join(work, "branches"), os.path.join(work, "Branches.java")])
 r, out = cover("branches", "branches", "Branches", "formats=lcov")
@@ -84,6 +86,7 @@ def outcome(line, k, jumped):
         pairs.append([0, 0])
     pairs[k][1 if jumped else 0] += 1
 spins = 0
+switches = {}  # line -> target -> the i that went there
 for i in range(30):
     outcome(8, 0, i % 3 != 0)  # ifne: jumps when not 0
     if i % 3 != 0:
@@ -102,11 +105,19 @@ for i in range(30):
     if not (a > 0 and b > 0):
         outcome(17, 0, a <= b)  # if_icmple
     outcome(21, 0, False)
+    switches.setdefault(26, {}).setdefault({0: 0, 1: 1, 2: 1, 3: 3}.get(i % 5, 4), []).append(i)
+    switches.setdefault(37, {}).setdefault(i % 4 if i % 4 in (0, 2) else "default", []).append(i)
 outcome(21, 0, True)
 for line, pairs in sorted(outcomes.items()):
     want = sorted(v for pair in pairs for v in pair)
     got = sorted(v for (ln, _, _), v in br["BRDA"].items() if ln == line)
     check(f"Branches.java:{line}: branch outcomes {want}", got == want, (got, br["BRDA"]))
+for line, targets in switches.items():
+    want = sorted(len(v) for v in targets.values())
+    got = sorted(v for (ln, _, _), v in br["BRDA"].items() if ln == line)
+    check(f"Branches.java:{line}: switch outcomes {want}, one per target", got == want, (got, br["BRDA"]))
+check("a switch whose cases fall through into each other is not counted",
+      not any(ln == 45 for (ln, _, _) in br["BRDA"]), br["BRDA"])
 check("the loop at offset 0: entries and lines exact",
       br["FNDA"].get("Branches.spin(I)I") == 30 and br["DA"].get(3) == 30 + spins and br["DA"].get(4) == spins and
       br["DA"].get(5) == 30, (br["FNDA"], br["DA"]))

@@ -79,7 +79,10 @@
 // enters it, taken from the target when only this jump enters it (not the method's
 // entry, no other jump or switch, no handler, not the instruction before by falling
 // through). What cannot be had so is counted: `ran` before the branch (then taken is
-// ran minus not taken), `fell` right after it (reached only by falling through). The
+// ran minus not taken), `fell` right after it (reached only by falling through). A
+// switch's outcomes are its distinct targets, had from their blocks in the same way;
+// one target that cannot be is `ran` (a counter before the switch) minus the others,
+// and a switch with more than one such target is not counted. The
 // method's entries are block 0's count, or counted at the method start when a jump
 // reaches offset 0. The N counters are the calling thread's own long[] (so no add is
 // lost), asked for once per call and kept in a new local L right past max_locals
@@ -185,8 +188,19 @@ struct CoverageLayout {
         std::int32_t takenBlock = kNone;  // the block only its jump enters (else ran - not taken)
         bool operator==(const Branch &) const = default;
     };
+    // A tableswitch or lookupswitch: one outcome per distinct target, in the order first
+    // named (default first; cases sharing a target are one outcome), each had from the
+    // block only the switch enters there; at most one target entered otherwise too
+    // (kNone) is `ran` minus the others. A switch with two such targets is not counted.
+    struct Switch {
+        std::uint32_t offset = 0;
+        std::vector<std::int32_t> targetBlocks;
+        std::int32_t ran = kNone;  // the counter before it, when a target is kNone
+        bool operator==(const Switch &) const = default;
+    };
     std::vector<std::uint32_t> blocks;  // ascending; the first is 0
     std::vector<Branch> branches;       // ascending: if<cond>, if_<cmp>, ifnull, ifnonnull
+    std::vector<Switch> switches;       // ascending
     std::int32_t entry = kNone;         // the entries' counter; kNone: block 0's count (no jump to 0)
     std::uint32_t counters = 0;         // blocks, then the branch and entry counters
     std::size_t Counters() const { return counters; }

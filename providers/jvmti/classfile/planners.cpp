@@ -467,6 +467,31 @@ CoverageLayout FindCoverageLayout(const Code &code, const std::vector<LineEntry>
         if (b.fellBlock == CoverageLayout::kNone) b.fell = next++;
         layout.branches.push_back(b);
     }
+    for (const Insn &in : insns) {
+        if (in.op != kTableswitch && in.op != kLookupswitch) continue;
+        std::vector<std::uint32_t> distinct, edges;  // edges: this switch's jumps to each distinct target
+        for (const std::int64_t t : in.targets) {
+            const auto at = std::find(distinct.begin(), distinct.end(), static_cast<std::uint32_t>(t));
+            if (at == distinct.end()) {
+                distinct.push_back(static_cast<std::uint32_t>(t));
+                edges.push_back(1);
+            } else {
+                ++edges[static_cast<std::size_t>(at - distinct.begin())];
+            }
+        }
+        CoverageLayout::Switch sw;
+        sw.offset = in.off;
+        unsigned unknown = 0;
+        for (std::size_t k = 0; k < distinct.size(); ++k) {
+            const std::uint32_t t = distinct[k];
+            const bool only = t != 0 && entries.jumps[t] == edges[k] && !entries.fallIn[t] && !entries.handler[t];
+            sw.targetBlocks.push_back(only ? BlockAt(layout.blocks, t) : CoverageLayout::kNone);
+            unknown += sw.targetBlocks.back() == CoverageLayout::kNone;
+        }
+        if (unknown > 1) continue;
+        if (unknown == 1) sw.ran = next++;
+        layout.switches.push_back(std::move(sw));
+    }
     if (entries.jumps[0] != 0 || entries.handler[0]) layout.entry = next++;
     layout.counters = static_cast<std::uint32_t>(next);
     return layout;
@@ -568,6 +593,10 @@ void PlanCoverage(const MethodCode &mc, const CoverageLayout &layout, std::uint3
         if (!IsConditional(in.op)) throw FormatError("coverage branch " + std::to_string(in.off) + " is not one");
         if (b.ran != CoverageLayout::kNone) add(Placement::kBefore, in.off, static_cast<std::uint32_t>(b.ran));
         if (b.fell != CoverageLayout::kNone) add(Placement::kAfter, in.off, static_cast<std::uint32_t>(b.fell));
+    }
+    for (const CoverageLayout::Switch &sw : layout.switches) {
+        mc.At(sw.offset, "coverage switch");
+        if (sw.ran != CoverageLayout::kNone) add(Placement::kBefore, sw.offset, static_cast<std::uint32_t>(sw.ran));
     }
 }
 

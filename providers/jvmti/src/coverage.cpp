@@ -119,6 +119,19 @@ TResult Coverage::Describe(TId method, core::CoverageFacts &f) noexcept {
             f.entries.push_back({CEK_BRANCH, b.offset, line, 0, fell, 0});
             f.entries.push_back({CEK_BRANCH, b.offset, line, 1, taken, 0});
         }
+        for (const Layout::Switch &sw : c.layout.switches) {
+            std::vector<std::uint64_t> outcomes;
+            std::uint64_t known = 0;
+            for (const std::int32_t block : sw.targetBlocks) {
+                outcomes.push_back(block != Layout::kNone ? at(block) : 0);
+                known += outcomes.back();
+            }
+            const unsigned line = LineAt(c.lines, sw.offset);
+            for (std::size_t k = 0; k < outcomes.size(); ++k) {
+                if (sw.targetBlocks[k] == Layout::kNone) outcomes[k] = at(sw.ran) - std::min(at(sw.ran), known);
+                f.entries.push_back({CEK_BRANCH, sw.offset, line, static_cast<std::uint32_t>(k), outcomes[k], 0});
+            }
+        }
         const std::uint64_t calls = at(c.layout.entry != Layout::kNone ? c.layout.entry : 0);
         f.entries.push_back({CEK_ENTRY, 0, LineAt(c.lines, 0), 0, calls, 0});
         return MRTE_RESULT_OK;

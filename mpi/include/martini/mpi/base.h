@@ -231,7 +231,8 @@ struct SCoverageEntry {
                                 // IL offset, an interpreter's block number)
     unsigned int uiLineNumber;  // source line at uiOffset; 0 when the method has no line table
     unsigned int uiOutcome;     // CEK_BRANCH: 0 not taken (falls through), 1 taken; a switch:
-                                // 0 the default, k the k-th case. CEK_BLOCK: 0
+                                // 0 the default, k the k-th other target (cases that share
+                                // a target are one outcome). CEK_BLOCK: 0
     std::uint64_t uiCount;      // times the block was entered / the outcome was taken
     std::uint64_t uiTimeNs;     // DR_COVERAGE_TIME: time spent in the block; 0 otherwise
 };
