@@ -15,7 +15,11 @@ its time on the line marked HOT.
   Deflater.deflateBytesBytes (a JNI method) and in Math.sin's stub of the JVM's code
   cache; the native frames are named by symbol or library+offset under the Java
   frame, the stub by its code blob's name, and at most 1% of the samples stay
-  unnamed; the JIT compiler thread is sampled, its stacks libjvm's functions.
+  unnamed; the JIT compiler thread is sampled, its stacks libjvm's functions;
+- faults (tests/sampled/Churn.java): 1,500 threads that die while sampled, with perf
+  events at 1 kHz and with the timers in wall-clock mode, and an attach to a JVM whose
+  ten threads keep both cores busy: the program runs to its end, the samples are its
+  own.
 
 usage: cgprof_sampled_java_test.py MARTINI_BUILD_DIR SOURCE_ROOT JAVAC
 """
@@ -26,6 +30,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from testlib import Checks  # noqa: E402
@@ -36,7 +41,8 @@ work = tempfile.mkdtemp(prefix="cgprof-sampled-")
 check = Checks()
 source = os.path.join(root, "tests", "sampled", "Phases.java")
 classes = os.path.join(work, "classes")
-subprocess.run([javac, "-g", "-d", classes, source, os.path.join(root, "tests", "sampled", "Zips.java")], check=True)
+subprocess.run([javac, "-g", "-d", classes, source, os.path.join(root, "tests", "sampled", "Zips.java"),
+                os.path.join(root, "tests", "sampled", "Churn.java")], check=True)
 lines = open(source).read().splitlines()
 hot = next(i + 1 for i, text in enumerate(lines) if text.rstrip().endswith("// HOT"))
 
@@ -157,7 +163,6 @@ check("cgprof says where the end profile starts", "since interval point %d" % le
 java = subprocess.Popen(["java", "-cp", classes, "Zips", "4000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                         text=True, cwd=work)
 try:
-    import time
     time.sleep(1.0)
     attached = os.path.join(work, "attached")
     r = run([martini, "attach", str(java.pid), "--client", "cgprof=sample=1000,top=0,formats=json", "--duration",
@@ -234,6 +239,53 @@ r = run([martini, "report", os.path.join(exact, "cgprof.json"), "--to", "1s"])
 check("a window of an exact profile refused", r.returncode == 1 and "has no timeline" in r.stderr, r.stderr)
 r = run([martini, "report", os.path.join(exact, "cgprof.json"), "--lines"])
 check("--lines on a profile without lines says so", r.returncode == 0 and "has no lines" in r.stdout, r.stdout)
+
+
+
+def self_by_method(profile, thread_prefix=""):
+    """Self samples per method name over the threads whose name starts with the prefix."""
+    frames, out = profile["frames"], {}
+    for t in profile["threads"]:
+        if t["name"].startswith(thread_prefix):
+            for node in t["nodes"][1:]:
+                out[frames[node[1]]["name"]] = out.get(frames[node[1]]["name"], 0) + node[2]
+    return out
+
+
+# Threads that die while sampled: each of 1,500 spends ~3 ms of CPU in churn() and ends.
+for name, env, options in (("churn-perf", {}, "sample=1000"),
+                           ("churn-timer-wall", {"MARTINI_SAMPLING_CLOCK": "timer"}, "sample=200,wall")):
+    d = os.path.join(work, name)
+    r = subprocess.run([martini, "run", "--client", f"cgprof={options},top=0,formats=json", "--output", d, "--",
+                        "java", "-cp", classes, "Churn", "threads", "1500"], capture_output=True, text=True,
+                       cwd=work, timeout=300, env={**os.environ, **env})
+    ok = r.returncode == 0 and "churn: done" in r.stdout and os.path.exists(os.path.join(d, "cgprof.json"))
+    mine = self_by_method(json.load(open(os.path.join(d, "cgprof.json"))), "churn-") if ok else {}
+    total = sum(mine.values())
+    check(f"{name}: 1,500 threads dying while sampled: the program ends, churn() has their samples",
+          ok and total > 0 and mine.get("Churn.churn", 0) * 10 >= total * 8 and
+          (name != "churn-perf" or total >= 1500), (r.returncode, r.stderr[-1500:], total, mine.get("Churn.churn")))
+
+# An attach to a JVM under heavy load: eight threads spinning in burn() and two
+# allocating, on two cores. The attach completes, samples at the true rate, detaches,
+# and the program runs to its end.
+java = subprocess.Popen(["java", "-cp", classes, "Churn", "load", "6000"], stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE, text=True, cwd=work)
+try:
+    time.sleep(1.0)
+    loaded = os.path.join(work, "loaded")
+    r = run([martini, "attach", str(java.pid), "--client", "cgprof=sample=1000,top=0,formats=json", "--duration",
+             "2s", "--output", loaded])
+    stdout, _ = java.communicate(timeout=60)
+    mine = self_by_method(json.load(open(os.path.join(loaded, "cgprof.json")))) if r.returncode == 0 else {}
+    check("attach under heavy load: attached, burn() sampled, detached, the program ended",
+          r.returncode == 0 and java.returncode == 0 and "load: done" in stdout and
+          mine.get("Churn.burn", 0) >= 1000, (r.returncode, java.returncode, r.stderr[-1500:],
+                                               sorted(((v, k) for k, v in mine.items()), reverse=True)[:5]))
+finally:
+    if java.poll() is None:
+        java.kill()
+        java.wait()
 
 shutil.rmtree(work, ignore_errors=True)
 sys.exit(check.finish())
