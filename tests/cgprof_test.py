@@ -312,6 +312,13 @@ p = json.load(open(os.path.join(sout, "cgprof.json")))
 check("sample mode: sample counts per path, the unwalkable sample kept under the root",
       tree_paths(p, "samples") == ["(stack_not_walkable) 1", "a.A.leaf 4", "a.A.main 2", "a.A.main;a.A.work 3",
                                    "a.A.main;a.A.work;a.A.leaf 5"], tree_paths(p, "samples"))
+pout = os.path.join(work, "sample-paths")
+run([replay, "--client", f"cgprof=sample,top=0,formats=json,out={pout}",
+     os.path.join(source, "tests", "cgprof", "sample_paths.jsonl")])
+pp = json.load(open(os.path.join(pout, "cgprof.json")))
+check("sample mode: samples that share frames with the one before, then part, each on its own path",
+      tree_paths(pp, "samples") == ["a.A.main;a.A.leaf 1", "a.A.main;a.A.work 1", "a.A.main;a.A.work;a.A.leaf 4",
+                                    "a.A.main;a.A.work;a.A.leaf;a.A.work 1", "a.A.work 1"], tree_paths(pp, "samples"))
 check("sample mode: estimated CPU time = samples x 10 ms at 100 Hz",
       "a.A.main;a.A.work;a.A.leaf 50000000" in tree_paths(p, "cpu"), tree_paths(p, "cpu"))
 check("sample mode: metrics, default metric, mode, period",

@@ -72,6 +72,10 @@ struct SampleTree {
     std::vector<SampleNode> nodes{SampleNode{}};  // nodes[0]: the root
     std::unordered_map<std::pair<std::uint32_t, TId>, std::uint32_t, PairHash> children;
     std::uint64_t samples = 0;
+    // The previous sample's nodes from `pathStart` down: a sample shares most of its
+    // frames from the root with the one before, which are then found without a lookup.
+    std::vector<std::uint32_t> path;
+    std::uint32_t pathStart = kNone;
     // The child of `parent` for `method`, made while the tree holds fewer than
     // `budget` nodes; kNone past it.
     std::uint32_t Child(std::uint32_t parent, TId method, std::size_t budget) {
@@ -119,8 +123,14 @@ public:
             ++cut_;
             node = t.Child(0, kCut, ~std::size_t{0});
         }
-        for (std::size_t i = kept; i-- > 0;) {
-            const std::uint32_t child = t.Child(node, d.stackTrace.entries[i].methodId, o_.nodes);
+        bool same = node == t.pathStart;
+        t.pathStart = node;
+        for (std::size_t i = kept, depth = 0; i-- > 0; ++depth) {
+            const TId method = d.stackTrace.entries[i].methodId;
+            same = same && depth < t.path.size() && t.nodes[t.path[depth]].method == method;
+            const std::uint32_t child = same ? t.path[depth] : t.Child(node, method, o_.nodes);
+            if (!same) t.path.resize(depth);
+            if (!same && child != kNone) t.path.push_back(child);
             // The call site: where the frame below was when the sample was taken.
             if (child != kNone && i + 1 < kept && t.nodes[child].callLine == 0) {
                 t.nodes[child].callLine = d.stackTrace.entries[i + 1].uiLineNumber;
@@ -128,6 +138,7 @@ public:
             if (child == kNone) {
                 // Past the node budget: the sample is kept for its innermost method.
                 ++beyond_;
+                t.pathStart = kNone;
                 const std::uint32_t marker = t.Child(0, kBeyond, ~std::size_t{0});
                 node = t.Child(marker, d.stackTrace.entries[0].methodId, ~std::size_t{0});
                 break;
