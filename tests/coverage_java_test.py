@@ -148,6 +148,17 @@ r = run([martini, "run", "--client", "callcount=counters,time", "--", "java", "-
         cwd=work, timeout=300)
 check("callcount=counters,time refused before the run", "exclude each other" in r.stderr, r.stderr)
 
+# callcount=counters beside the coverage client: the methods coverage wants get their
+# blocks counted (its line counts exact), the calls come from the same counters; a
+# method only callcount wants gets one counter, its calls (DR_COVERAGE_CALLS).
+both = os.path.join(work, "both")
+r = run([martini, "run", "--client", "callcount=counters", "--client", "coverage=formats=lcov", "--output", both,
+         "--", "java", "-cp", "lines", "Lines"], cwd=work, timeout=300)
+both_lines = tracefile(os.path.join(both, "coverage.info")).get("Lines.java", {"DA": {}})["DA"]
+check("callcount=counters beside coverage: both exact",
+      re.search(r"^\s+800010\s+-\s+Lines\.square\(I\)I$", r.stderr, re.M) and
+      all(both_lines.get(n) == count for n, count in expected.items()), (r.stderr[-1500:], both_lines))
+
 # Every class-file version the JDK runs, and a class without debug information.
 plain = os.path.join(work, "Plain.java")
 for release in ("7", "8", "11", "17"):

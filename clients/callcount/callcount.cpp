@@ -40,6 +40,7 @@ struct Counts {
 
 bool g_time = false;
 bool g_counters = false;
+BitSet g_coverageItems = DR_COVERAGE_BLOCKS;  // what the counters mode asked for (RequestCoverage)
 
 // One table per OS thread: no lock per event. Each is registered once, on the
 // thread's first event. Runtime threads (DR_THREAD_ID) are counted separately: a
@@ -143,7 +144,7 @@ std::unordered_map<TId, Counts> CountsFromCounters() {
     std::unordered_map<TId, Counts> counts;
     for (TId id : martini::clients::GetCoveredMethods(*g_mpi, g_clientId)) {
         BitSet valid = 0;
-        const auto entries = martini::clients::GetCoverageEntries(*g_mpi, g_clientId, id, DR_COVERAGE_BLOCKS, valid);
+        const auto entries = martini::clients::GetCoverageEntries(*g_mpi, g_clientId, id, g_coverageItems, valid);
         const std::uint64_t calls = martini::clients::CallsOf(entries);
         if (calls != 0) counts[id].calls = calls;
     }
@@ -286,7 +287,14 @@ extern "C" API_EXPORT TResult MPICL_Instantiate(IMpi *pMpiApi, TId clientId, con
     g_mpi = pMpiApi;
     g_clientId = clientId;
     if (g_counters) {
-        TResult r = pMpiApi->RequestCoverage(clientId, DR_COVERAGE_BLOCKS);
+        // The calls alone where the runtime counts them apart (one add per call), else
+        // from the blocks' counters.
+        g_coverageItems = DR_COVERAGE_CALLS;
+        TResult r = pMpiApi->RequestCoverage(clientId, g_coverageItems);
+        if (r == MRTE_ERROR_NOT_SUPPORTED) {
+            g_coverageItems = DR_COVERAGE_BLOCKS;
+            r = pMpiApi->RequestCoverage(clientId, g_coverageItems);
+        }
         if (r == MRTE_ERROR_NOT_SUPPORTED) {
             std::fprintf(stderr, "callcount: option 'counters': this runtime keeps no coverage counters\n");
             return r;

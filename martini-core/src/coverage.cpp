@@ -11,7 +11,7 @@ namespace martini::core {
 
 namespace {
 
-constexpr BitSet kCoverageItems = DR_COVERAGE_BLOCKS | DR_COVERAGE_BRANCHES | DR_COVERAGE_TIME;
+constexpr BitSet kCoverageItems = DR_COVERAGE_BLOCKS | DR_COVERAGE_BRANCHES | DR_COVERAGE_TIME | DR_COVERAGE_CALLS;
 
 }  // namespace
 
@@ -19,11 +19,25 @@ TResult Registry::RequestCoverage(TId clientId, BitSet items) noexcept {
     Client *client = Find(clientId);
     if (client == nullptr) return MRTE_ERROR_ILLEGAL_ID;
     if (!InInstantiateOf(*client)) return MRTE_ERROR_PHASE_FAILURE;
-    if ((items & DR_COVERAGE_BLOCKS) == 0 || (items & ~kCoverageItems) != 0) return MRTE_ERROR_ILLEGAL_ARGUMENT;
-    if ((provider_.CoverageItems() & DR_COVERAGE_BLOCKS) == 0) return MRTE_ERROR_NOT_SUPPORTED;
+    // Blocks (with branches and times), or calls alone.
+    const bool callsAlone = items == DR_COVERAGE_CALLS;
+    if (((items & DR_COVERAGE_BLOCKS) == 0 && !callsAlone) || (items & ~kCoverageItems) != 0) {
+        return MRTE_ERROR_ILLEGAL_ARGUMENT;
+    }
+    if ((provider_.CoverageItems() & (callsAlone ? DR_COVERAGE_CALLS : DR_COVERAGE_BLOCKS)) == 0) {
+        return MRTE_ERROR_NOT_SUPPORTED;
+    }
     client->coverageItems = items;
     coverageRequested_.fetch_or(items, std::memory_order_acq_rel);
     return MRTE_RESULT_OK;
+}
+
+BitSet Registry::CoverageItemsOf(ClientMask clients) const noexcept {
+    BitSet items = 0;
+    for (const auto &c : Clients()) {
+        if (c && (clients & (ClientMask{1} << c->index)) != 0) items |= c->coverageItems;
+    }
+    return items;
 }
 
 TResult Registry::GetCoveredMethods(TId clientId, SIdArray *pData) noexcept {
@@ -66,7 +80,9 @@ TResult Registry::GetCoverageInfo(TId clientId, TId methodId, BitSet requested, 
         std::vector<SCoverageEntry> entries;
         entries.reserve(f.entries.size());
         for (SCoverageEntry e : f.entries) {
-            const BitSet item = e.kind == CEK_BRANCH ? DR_COVERAGE_BRANCHES : DR_COVERAGE_BLOCKS;  // blocks, entries
+            const BitSet item = e.kind == CEK_BRANCH ? DR_COVERAGE_BRANCHES
+                                : e.kind == CEK_ENTRY  ? DR_COVERAGE_BLOCKS | DR_COVERAGE_CALLS
+                                                       : DR_COVERAGE_BLOCKS;
             if ((valid & item) == 0) continue;
             if ((valid & DR_COVERAGE_TIME) == 0) e.uiTimeNs = 0;
             entries.push_back(e);

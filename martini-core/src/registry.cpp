@@ -507,6 +507,7 @@ ClientMask Core::CoverageInterest(TId methodId, SCoverageFilterData &data) {
     return registry_->Interest(EG_COVERAGE, methodId, &data);
 }
 BitSet Core::CoverageRequested() const noexcept { return registry_->CoverageRequested(); }
+BitSet Core::CoverageItemsOf(ClientMask clients) const noexcept { return registry_->CoverageItemsOf(clients); }
 ClientMask Core::ThreadInteractionInterest(TId methodId, SThreadInteractionFilterData &data) {
     return registry_->Interest(EG_THREAD_INTERACTION, methodId, &data);
 }

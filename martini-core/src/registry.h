@@ -85,6 +85,7 @@ public:
     ClientMask StopDelivery() noexcept;
     ClientMask Interest(EEventGroup group, TId elementId, void *filterData);
     BitSet CoverageRequested() const noexcept { return coverageRequested_.load(std::memory_order_acquire); }
+    BitSet CoverageItemsOf(ClientMask clients) const noexcept;
     void CountReentrant() noexcept { reentrant_.fetch_add(1, std::memory_order_relaxed); }
     void ReportHandlerFailure(std::uint32_t clientIndex, TEventType event) noexcept;
     Diagnostics GetDiagnostics() const noexcept;

@@ -552,8 +552,12 @@ TEST(InterpCoverage, WantsSaysWhatTheClientsAskedFor) {
     EXPECT_EQ(martini_wants(r.interp, MARTINI_WANTS_CALLS | MARTINI_WANTS_COVERAGE), 0) << "one value at a time";
     EXPECT_EQ(martini_wants(nullptr, MARTINI_WANTS_COVERAGE), 0);
     const Lines lines = r.Lines();
-    // RequestCoverage: DR_COVERAGE_BLOCKS is required, and INSTANTIATE is the only phase.
+    // RequestCoverage: DR_COVERAGE_BLOCKS is required (or DR_COVERAGE_CALLS alone), and
+    // INSTANTIATE is the only phase.
     EXPECT_EQ(LineStarting(lines, "reqcov-bad "), "reqcov-bad MRTE_ERROR_ILLEGAL_ARGUMENT");
+    // DR_COVERAGE_CALLS only alone, and only where the runtime counts calls apart.
+    EXPECT_EQ(LineStarting(lines, "reqcov-calls-mixed "), "reqcov-calls-mixed MRTE_ERROR_ILLEGAL_ARGUMENT");
+    EXPECT_EQ(LineStarting(lines, "reqcov-calls "), "reqcov-calls MRTE_ERROR_NOT_SUPPORTED");
     EXPECT_EQ(LineStarting(lines, "reqcov-late "), "reqcov-late MRTE_ERROR_PHASE_FAILURE");
 }
 

@@ -13,6 +13,8 @@
 // "cover=time" (and DR_COVERAGE_TIME); "cover-skip=NAME" leaves the method NAME out
 // through an EG_COVERAGE filter; "nocalls" registers no MethodEnter or MethodLeave:
 //   reqcov-bad RESULT (at instantiate: RequestCoverage without DR_COVERAGE_BLOCKS)
+//   reqcov-calls-mixed RESULT (DR_COVERAGE_CALLS with another item)
+//   reqcov-calls RESULT (DR_COVERAGE_CALLS alone: the interpreter counts no calls apart)
 //   reqcov-late RESULT (at VmInit: RequestCoverage after INSTANTIATE)
 //   and at VmShutdown, before "shutdown":
 //   covered M1,M2,... (GetCoveredMethods)
@@ -263,6 +265,9 @@ extern "C" API_EXPORT TResult MPICL_Instantiate(IMpi *mpi, TId id, const char *o
     if (gOut.empty()) return MRTE_ERROR_ILLEGAL_ARGUMENT;
     if (gCover != 0) {
         Line(std::string("reqcov-bad ") + ResultName(mpi->RequestCoverage(id, DR_COVERAGE_BRANCHES)));
+        Line(std::string("reqcov-calls-mixed ") +
+             ResultName(mpi->RequestCoverage(id, DR_COVERAGE_CALLS | DR_COVERAGE_BRANCHES)));
+        Line(std::string("reqcov-calls ") + ResultName(mpi->RequestCoverage(id, DR_COVERAGE_CALLS)));
         if (TResult r = mpi->RequestCoverage(id, gCover); r != MRTE_RESULT_OK) return r;
         if (!gCoverSkip.empty()) {
             if (TResult r = mpi->SetEventGroupFilter(id, EG_COVERAGE, gCoverSkipFilter); r != MRTE_RESULT_OK) return r;

@@ -84,7 +84,8 @@
 // one target that cannot be is `ran` (a counter before the switch) minus the others,
 // and a switch with more than one such target is not counted. The
 // method's entries are block 0's count, or counted at the method start when a jump
-// reaches offset 0. The N counters are the calling thread's own long[] (so no add is
+// reaches offset 0. The selector may ask for the calls alone (CallsOnly: one counter,
+// added to at the method start, and nothing else). The N counters are the calling thread's own long[] (so no add is
 // lost), asked for once per call and kept in a new local L right past max_locals
 // (spilled site arguments go after it):
 //   at the method start:           push M; push N; invokestatic <probes>.counters(II)[J; astore L
@@ -204,12 +205,15 @@ struct CoverageLayout {
     std::int32_t entry = kNone;         // the entries' counter; kNone: block 0's count (no jump to 0)
     std::uint32_t counters = 0;         // blocks, then the branch and entry counters
     std::size_t Counters() const { return counters; }
+    // No block, no branch: one counter at the method start, its calls.
+    static CoverageLayout CallsOnly() { return {{}, {}, {}, 0, 1}; }
+    bool callsOnly() const { return blocks.empty(); }
     bool operator==(const CoverageLayout &) const = default;
 };
 
 // Called once per method with code; returns the method's coverage index or kNoProbe.
-using CoverageSelector =
-    std::function<std::int64_t(const ClassDecl &, const MethodDecl &, const CoverageLayout &)>;
+// It may replace the layout by CoverageLayout::CallsOnly() (the method's calls alone).
+using CoverageSelector = std::function<std::int64_t(const ClassDecl &, const MethodDecl &, CoverageLayout &)>;
 
 // Called once per method with code; returns the probe id (0 .. 2^31-1) or kNoProbe.
 using ProbeSelector = std::function<std::int64_t(const ClassDecl &, const MethodDecl &)>;

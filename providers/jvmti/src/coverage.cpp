@@ -33,13 +33,16 @@ bool Coverage::Start(JNIEnv *jni, jclass probes) {
 
 CoverageSelector Coverage::Selector(ClassLoad &load) {
     if (!wanted_) return {};
-    return [&load](const ClassDecl &decl, const MethodDecl &m, const CoverageLayout &layout) -> std::int64_t {
+    return [&load](const ClassDecl &decl, const MethodDecl &m, CoverageLayout &layout) -> std::int64_t {
         if (totals_ == nullptr || Never(decl.internalName)) return kNoProbe;
         const TId id = load.ProbeableMethod(decl, m);
         if (id == 0) return kNoProbe;
         const std::string className = SourceName(decl.internalName);
         SCoverageFilterData data{className.c_str(), m.name.c_str(), m.descriptor.c_str(), decl.sourceFile.c_str()};
-        if (Vm::Core().CoverageInterest(id, data) == 0) return kNoProbe;
+        const ClientMask clients = Vm::Core().CoverageInterest(id, data);
+        if (clients == 0) return kNoProbe;
+        // Clients that want only calls (callcount=counters): one add per call.
+        if ((Vm::Core().CoverageItemsOf(clients) & DR_COVERAGE_BLOCKS) == 0) layout = CoverageLayout::CallsOnly();
         std::lock_guard lock(mutex_);
         const auto it = reserved_.find(id);
         if (it != reserved_.end() && it->second.layout == layout) return it->second.index;  // the same code again
@@ -105,7 +108,7 @@ TResult Coverage::Describe(TId method, core::CoverageFacts &f) noexcept {
         std::vector<std::uint64_t> total;
         if (!Totals(c, total)) return MRTE_ERROR_FAIL;
         const std::size_t n = c.layout.blocks.size();
-        f.given = DR_COVERAGE_BLOCKS | DR_COVERAGE_BRANCHES;
+        f.given = c.layout.callsOnly() ? DR_COVERAGE_CALLS : DR_COVERAGE_BLOCKS | DR_COVERAGE_BRANCHES | DR_COVERAGE_CALLS;
         for (std::size_t i = 0; i < n; ++i) {
             const std::uint32_t off = c.layout.blocks[i];
             f.entries.push_back({CEK_BLOCK, off, LineAt(c.lines, off), 0, total[i], 0});

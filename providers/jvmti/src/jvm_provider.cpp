@@ -73,7 +73,9 @@ TResult JvmProvider::DescribeCompiledCode(UIOP address, BitSet, core::CompiledMe
 TResult JvmProvider::CurrentThread(TId &id) noexcept { return Threads::CurrentThread(id); }
 
 // Coverage probes need only class rewriting, which every JVM the agent runs in has.
-BitSet JvmProvider::CoverageItems() const noexcept { return DR_COVERAGE_BLOCKS | DR_COVERAGE_BRANCHES; }
+BitSet JvmProvider::CoverageItems() const noexcept {
+    return DR_COVERAGE_BLOCKS | DR_COVERAGE_BRANCHES | DR_COVERAGE_CALLS;
+}
 
 TResult JvmProvider::DescribeCoverage(TId method, BitSet, core::CoverageFacts &f) noexcept {
     return Coverage::Describe(method, f);

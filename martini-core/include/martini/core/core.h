@@ -149,6 +149,9 @@ public:
     // The union of the coverage items the clients asked for (0: no client wants
     // coverage). Answers from the moment a client's MPICL_Instantiate succeeded.
     BitSet CoverageRequested() const noexcept;
+    // The union of the coverage items of `clients` (CoverageInterest's answer): a
+    // method none of them wants blocks of (DR_COVERAGE_CALLS alone) needs only its calls.
+    BitSet CoverageItemsOf(ClientMask clients) const noexcept;
 
     // These three answer from the moment a client's MPICL_Instantiate succeeded (a
     // provider chooses the runtime's capabilities from them before FinishInit).

@@ -13,7 +13,7 @@
 // lacks), and names both versions. Minor versions only append (new events, new data
 // items, new IMpi methods at the end of the vtable).
 #define MARTINI_MPI_VERSION_MAJOR 2
-#define MARTINI_MPI_VERSION_MINOR 5
+#define MARTINI_MPI_VERSION_MINOR 6
 #define MARTINI_MPI_VERSION ((MARTINI_MPI_VERSION_MAJOR << 16) | MARTINI_MPI_VERSION_MINOR)
 
 // Marks a function a client library exports to Martini (MPICL_Instantiate).
@@ -113,7 +113,8 @@ const BitSet DR_NONE = 0;
     X(DR_LINE_NUMBER, 31)                       /* source line of a location */                    \
     X(DR_COVERAGE_BLOCKS, 32)                   /* per block: offset, line, count */               \
     X(DR_COVERAGE_BRANCHES, 33)                 /* per branch outcome: offset, outcome, count */   \
-    X(DR_COVERAGE_TIME, 34)                     /* per block: time spent in it, ns */
+    X(DR_COVERAGE_TIME, 34)                     /* per block: time spent in it, ns */               \
+    X(DR_COVERAGE_CALLS, 35)                    /* per method: its calls (CEK_ENTRY) alone */
 
 #define MARTINI_MPI_X_ITEM(Name, Bit) const BitSet Name = BitSet(1) << Bit;
 MARTINI_MPI_DATA_ITEMS(MARTINI_MPI_X_ITEM)

@@ -100,11 +100,12 @@ struct SCompiledMethodInfo {
     unsigned int uiLineNumber = 0;  // DR_LINE_NUMBER
 };
 
-// GetCoverageInfo: DR_COVERAGE_BLOCKS, DR_COVERAGE_BRANCHES, DR_COVERAGE_TIME.
-// entries: the blocks in offset order (DR_COVERAGE_BLOCKS), then the branch outcomes
-// in offset and outcome order (DR_COVERAGE_BRANCHES), then the method's entries
-// (CEK_ENTRY, with DR_COVERAGE_BLOCKS, where the runtime counts calls apart). DR_COVERAGE_TIME fills the
-// blocks' uiTimeNs and needs DR_COVERAGE_BLOCKS.
+// GetCoverageInfo: DR_COVERAGE_BLOCKS, DR_COVERAGE_BRANCHES, DR_COVERAGE_TIME,
+// DR_COVERAGE_CALLS. entries: the blocks in offset order (DR_COVERAGE_BLOCKS), then the
+// branch outcomes in offset and outcome order (DR_COVERAGE_BRANCHES), then the
+// method's entries (CEK_ENTRY, with DR_COVERAGE_BLOCKS or DR_COVERAGE_CALLS, where the
+// runtime counts calls apart). DR_COVERAGE_TIME fills the blocks' uiTimeNs and needs
+// DR_COVERAGE_BLOCKS.
 struct SCoverageInfo {
     BitSet validData = DR_NONE;
     SCoverageEntryArray entries;

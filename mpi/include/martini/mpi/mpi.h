@@ -150,11 +150,14 @@ public:
     // this client's EG_COVERAGE filter accepts (every method, without a filter) runs:
     // no event per block; the client reads the counts with GetCoverageInfo.
     // `items`: DR_COVERAGE_BLOCKS, optionally with DR_COVERAGE_BRANCHES and
-    // DR_COVERAGE_TIME (items the runtime cannot give are left out of validData then).
+    // DR_COVERAGE_TIME (items the runtime cannot give are left out of validData then);
+    // or DR_COVERAGE_CALLS alone: each method's calls and nothing else, which a runtime
+    // may count more cheaply (one count per call, not one per block).
     // Phase INSTANTIATE only.
     // MRTE_RESULT_OK; MRTE_ERROR_ILLEGAL_ID; MRTE_ERROR_PHASE_FAILURE;
-    // MRTE_ERROR_ILLEGAL_ARGUMENT (no DR_COVERAGE_BLOCKS, or an item that is not a
-    // coverage item); MRTE_ERROR_NOT_SUPPORTED (the runtime cannot count blocks).
+    // MRTE_ERROR_ILLEGAL_ARGUMENT (neither DR_COVERAGE_BLOCKS nor DR_COVERAGE_CALLS
+    // alone, or an item that is not a coverage item); MRTE_ERROR_NOT_SUPPORTED (the
+    // runtime cannot count blocks, or calls alone: ask for DR_COVERAGE_BLOCKS then).
     virtual TResult RequestCoverage(TId clientId, BitSet items) noexcept = 0;
 
     // The ids of the methods covered for this client so far, in id order (methods of
