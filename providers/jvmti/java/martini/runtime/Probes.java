@@ -108,7 +108,10 @@ public final class Probes {
         final Counts c = last;
         if (c.owner == Thread.currentThread()) {
             final long[][] methods = c.methods;
-            if (method < methods.length && methods[method] != null) return methods[method];
+            if (method < methods.length) {
+                final long[] a = methods[method];
+                if (a != null && a.length >= size) return a;
+            }
         }
         return countersOf(method, size);
     }
@@ -127,7 +130,7 @@ public final class Probes {
                 final long[][] methods = c.methods;
                 if (method < methods.length) {
                     final long[] a = methods[method];
-                    if (a != null) return a;
+                    if (a != null && a.length >= size) return a;
                 }
                 break;
             }
@@ -157,8 +160,13 @@ public final class Probes {
             c.methods = longer;
         }
         long[] a = c.methods[method];
-        if (a == null) {
-            a = new long[size];
+        if (a == null || a.length < size) {
+            // Too short only when an agent of another build, attached after this one's
+            // detach, numbers the methods anew (its counts may then start from another
+            // method's): never an index out of bounds in the program's code.
+            final long[] longer = new long[size];
+            if (a != null) System.arraycopy(a, 0, longer, 0, a.length);
+            a = longer;
             c.methods[method] = a;
         }
         last = c;
