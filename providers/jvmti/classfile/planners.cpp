@@ -415,16 +415,21 @@ struct Entries {
             for (std::int64_t t : in.targets) {
                 if (t >= 0 && static_cast<std::size_t>(t) < jumps.size()) ++jumps[static_cast<std::size_t>(t)];
             }
-            if (FallsThrough(in.op)) fallIn[in.off + in.len] = true;
+            if (FallsThrough(in.op) && in.off + in.len < fallIn.size()) fallIn[in.off + in.len] = true;
         }
         for (const ExceptionEntry &e : code.exceptions) {
             if (e.handler < handler.size()) handler[e.handler] = true;
         }
     }
     // Only falling through from the instruction before enters `off`.
-    bool OnlyFallIn(std::uint32_t off) const { return off != 0 && jumps[off] == 0 && !handler[off]; }
-    // Only one jump enters `off`.
-    bool OnlyJump(std::uint32_t off) const { return off != 0 && jumps[off] == 1 && !fallIn[off] && !handler[off]; }
+    bool OnlyFallIn(std::int64_t off) const { return Inside(off) && jumps[Index(off)] == 0 && !handler[Index(off)]; }
+    // Exactly `n` jumps, and nothing else, enter `off`.
+    bool OnlyJumps(std::int64_t off, std::uint32_t n) const {
+        return Inside(off) && jumps[Index(off)] == n && !fallIn[Index(off)] && !handler[Index(off)];
+    }
+    // An offset in the code, past 0 (a target a malformed method puts elsewhere is none).
+    bool Inside(std::int64_t off) const { return off > 0 && static_cast<std::uint64_t>(off) < jumps.size(); }
+    static std::size_t Index(std::int64_t off) { return static_cast<std::size_t>(off); }
 };
 
 std::int32_t BlockAt(const std::vector<std::uint32_t> &blocks, std::uint32_t off) {
@@ -460,20 +465,21 @@ CoverageLayout FindCoverageLayout(const Code &code, const std::vector<LineEntry>
         if (!IsConditional(in.op)) continue;
         CoverageLayout::Branch b;
         b.offset = in.off;
-        const auto target = static_cast<std::uint32_t>(in.targets[0]), after = in.off + in.len;
-        if (entries.OnlyFallIn(after)) b.fellBlock = BlockAt(layout.blocks, after);
-        if (entries.OnlyJump(target)) b.takenBlock = BlockAt(layout.blocks, target);
+        const std::int64_t target = in.targets[0], after = in.off + in.len;
+        if (entries.OnlyFallIn(after)) b.fellBlock = BlockAt(layout.blocks, static_cast<std::uint32_t>(after));
+        if (entries.OnlyJumps(target, 1)) b.takenBlock = BlockAt(layout.blocks, static_cast<std::uint32_t>(target));
         if (b.takenBlock == CoverageLayout::kNone) b.ran = next++;
         if (b.fellBlock == CoverageLayout::kNone) b.fell = next++;
         layout.branches.push_back(b);
     }
     for (const Insn &in : insns) {
         if (in.op != kTableswitch && in.op != kLookupswitch) continue;
-        std::vector<std::uint32_t> distinct, edges;  // edges: this switch's jumps to each distinct target
+        std::vector<std::int64_t> distinct;
+        std::vector<std::uint32_t> edges;  // this switch's jumps to each distinct target
         for (const std::int64_t t : in.targets) {
-            const auto at = std::find(distinct.begin(), distinct.end(), static_cast<std::uint32_t>(t));
+            const auto at = std::find(distinct.begin(), distinct.end(), t);
             if (at == distinct.end()) {
-                distinct.push_back(static_cast<std::uint32_t>(t));
+                distinct.push_back(t);
                 edges.push_back(1);
             } else {
                 ++edges[static_cast<std::size_t>(at - distinct.begin())];
@@ -483,9 +489,9 @@ CoverageLayout FindCoverageLayout(const Code &code, const std::vector<LineEntry>
         sw.offset = in.off;
         unsigned unknown = 0;
         for (std::size_t k = 0; k < distinct.size(); ++k) {
-            const std::uint32_t t = distinct[k];
-            const bool only = t != 0 && entries.jumps[t] == edges[k] && !entries.fallIn[t] && !entries.handler[t];
-            sw.targetBlocks.push_back(only ? BlockAt(layout.blocks, t) : CoverageLayout::kNone);
+            const std::int64_t t = distinct[k];
+            const bool only = entries.OnlyJumps(t, edges[k]);
+            sw.targetBlocks.push_back(only ? BlockAt(layout.blocks, static_cast<std::uint32_t>(t)) : CoverageLayout::kNone);
             unknown += sw.targetBlocks.back() == CoverageLayout::kNone;
         }
         if (unknown > 1) continue;

@@ -27,12 +27,15 @@ bool SameMethods(const ClassDecl &a, const ClassDecl &b) {
     return true;
 }
 
-// Instruments every method, and gives every class allocation probes; ids start at
-// `firstId` (past 32767 the probes use ldc_w).
+// Instruments every method, gives every class allocation probes and every method
+// coverage counters; ids start at `firstId` (past 32767 the probes use ldc_w).
 InstrumentResult InstrumentAll(std::span<const std::uint8_t> bytes, std::int64_t firstId) {
     std::int64_t next = firstId;
     return InstrumentClass(bytes, {.calls = [&](const ClassDecl &, const MethodDecl &) { return next++; },
-                                   .allocs = [&](const ClassDecl &) { return next++; }});
+                                   .allocs = [&](const ClassDecl &) { return next++; },
+                                   .coverage = [&](const ClassDecl &, const MethodDecl &, CoverageLayout &) {
+                                       return next++;
+                                   }});
 }
 
 void Check(const InstrumentResult &r, const char *pass) {
