@@ -115,9 +115,11 @@ TResult Coverage::Describe(TId method, core::CoverageFacts &f) noexcept {
         }
         using Layout = CoverageLayout;
         const auto at = [&](std::int32_t k) { return total[static_cast<std::size_t>(k)]; };
+        // An outcome counted as what ran before the branch minus the outcomes had from blocks.
+        const auto rest = [&](std::int32_t ran, std::uint64_t known) { return at(ran) - std::min(at(ran), known); };
         for (const Layout::Branch &b : c.layout.branches) {
             const std::uint64_t fell = at(b.fell != Layout::kNone ? b.fell : b.fellBlock);
-            const std::uint64_t taken = b.takenBlock != Layout::kNone ? at(b.takenBlock) : at(b.ran) - std::min(at(b.ran), fell);
+            const std::uint64_t taken = b.takenBlock != Layout::kNone ? at(b.takenBlock) : rest(b.ran, fell);
             const unsigned line = LineAt(c.lines, b.offset);
             f.entries.push_back({CEK_BRANCH, b.offset, line, 0, fell, 0});
             f.entries.push_back({CEK_BRANCH, b.offset, line, 1, taken, 0});
@@ -131,7 +133,7 @@ TResult Coverage::Describe(TId method, core::CoverageFacts &f) noexcept {
             }
             const unsigned line = LineAt(c.lines, sw.offset);
             for (std::size_t k = 0; k < outcomes.size(); ++k) {
-                if (sw.targetBlocks[k] == Layout::kNone) outcomes[k] = at(sw.ran) - std::min(at(sw.ran), known);
+                if (sw.targetBlocks[k] == Layout::kNone) outcomes[k] = rest(sw.ran, known);
                 f.entries.push_back({CEK_BRANCH, sw.offset, line, static_cast<std::uint32_t>(k), outcomes[k], 0});
             }
         }

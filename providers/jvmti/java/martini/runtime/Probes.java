@@ -120,19 +120,13 @@ public final class Probes {
     private static long[] countersOf(int method, int size) {
         final Thread t = Thread.currentThread();
         final long thread = t.getId();
-        final Counts[] table = threads;
-        final int mask = table.length - 1;
-        for (int i = slotOf(thread, mask);; i = (i + 1) & mask) {
-            final Counts c = table[i];
-            if (c == null) break;
-            if (c.thread == thread) {
-                last = c;
-                final long[][] methods = c.methods;
-                if (method < methods.length) {
-                    final long[] a = methods[method];
-                    if (a != null && a.length >= size) return a;
-                }
-                break;
+        final Counts c = find(threads, thread);
+        if (c != null) {
+            last = c;
+            final long[][] methods = c.methods;
+            if (method < methods.length) {
+                final long[] a = methods[method];
+                if (a != null && a.length >= size) return a;
             }
         }
         return newCounters(t, thread, method, size);
