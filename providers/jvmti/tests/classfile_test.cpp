@@ -101,6 +101,9 @@ TEST(Classfile, TruncatedClassIsRejectedWithAReason) {
     }
 }
 
+// Covers every method, each with coverage index 0.
+std::int64_t CoverageAll(const ClassDecl &, const MethodDecl &, CoverageLayout &) { return 0; }
+
 TEST(Classfile, MutatedClassNeverCrashes) {
     REQUIRE_CLASSES();
     std::vector<Bytes> seeds;
@@ -117,17 +120,19 @@ TEST(Classfile, MutatedClassNeverCrashes) {
             const std::size_t at = rng() % m.size();
             m[at] = rng() % 2 ? static_cast<std::uint8_t>(rng()) : kInteresting[rng() % std::size(kInteresting)];
         }
-        // Every other mutant also gets allocation probes.
+        // Every other mutant also gets allocation probes, and every third coverage counters
+        // (whose layout reads the mutated branch targets).
         const bool alloc = i % 2 == 1;
-        const InstrumentResult r = alloc ? InstrumentClass(m, {.calls = SelectAll{}, .allocs = AllocAll{}})
-                                         : InstrumentClass(m, {.calls = SelectAll{}});
+        const CoverageSelector coverage = i % 3 == 0 ? CoverageAll : CoverageSelector{};
+        const InstrumentResult r = alloc ? InstrumentClass(m, {.calls = SelectAll{}, .allocs = AllocAll{}, .coverage = coverage})
+                                         : InstrumentClass(m, {.calls = SelectAll{}, .coverage = coverage});
         std::string problem = CheckInstrumentResult(r);
         // A class the reader rejects is never instrumented.
         if (problem.empty() && !ParseClass(m).parsed && r.parsed) problem = "ParseClass rejects what InstrumentClass took";
         if (problem.empty() && r.changed) {
             // The rewriter's own output goes through it again.
-            const Selectors again = alloc ? Selectors{.calls = SelectAll{}, .allocs = AllocAll{}}
-                                          : Selectors{.calls = SelectAll{}};
+            const Selectors again = alloc ? Selectors{.calls = SelectAll{}, .allocs = AllocAll{}, .coverage = coverage}
+                                          : Selectors{.calls = SelectAll{}, .coverage = coverage};
             problem = CheckInstrumentResult(InstrumentClass(r.bytes, again));
             if (!problem.empty()) problem = "instrumenting the output again: " + problem;
         }
