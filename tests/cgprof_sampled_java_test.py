@@ -16,6 +16,9 @@ its time on the line marked HOT.
   cache; the native frames are named by symbol or library+offset under the Java
   frame, the stub by its code blob's name, and at most 1% of the samples stay
   unnamed; the JIT compiler thread is sampled, its stacks libjvm's functions;
+- kernel frames (tests/sampled/Reads.java reads /dev/zero): where perf allows them, the
+  kernel's read path by symbol on top of libc, libjava and the Java frames; none with
+  MARTINI_SAMPLING_KERNEL=0;
 - faults (tests/sampled/Churn.java): 1,500 threads that die while sampled, with perf
   events at 1 kHz and with the timers in wall-clock mode, and an attach to a JVM whose
   ten threads keep both cores busy: the program runs to its end, the samples are its
@@ -42,7 +45,8 @@ check = Checks()
 source = os.path.join(root, "tests", "sampled", "Phases.java")
 classes = os.path.join(work, "classes")
 subprocess.run([javac, "-g", "-d", classes, source, os.path.join(root, "tests", "sampled", "Zips.java"),
-                os.path.join(root, "tests", "sampled", "Churn.java")], check=True)
+                os.path.join(root, "tests", "sampled", "Churn.java"), os.path.join(root, "tests", "sampled", "Reads.java")],
+               check=True)
 lines = open(source).read().splitlines()
 hot = next(i + 1 for i, text in enumerate(lines) if text.rstrip().endswith("// HOT"))
 
@@ -206,6 +210,42 @@ check("Math.sin's time on a stub named as HotSpot names it, in [code cache]", st
       sorted(((v, k) for k, v in zself.items()), reverse=True)[:6])
 check("at most 1% of the samples unnamed", samples > 1500 and unnamed * 100 <= samples,
       (unnamed, samples, {k: v for k, v in zself.items() if k.startswith("(")}))
+
+# Kernel frames, where perf lets a thread's clock count kernel time (root, or
+# perf_event_paranoid at most 1): Reads.java reads /dev/zero, and the kernel's functions
+# that clear the buffer stand on top of libc's read, libjava's readBytes and the Java
+# frames. With MARTINI_SAMPLING_KERNEL=0, none.
+def kernel_chains(directory):
+    """(self samples, names innermost first) of each merged node that is the kernel's."""
+    p = json.load(open(os.path.join(directory, "cgprof.json")))
+    frames, nodes, out = p["frames"], p["merged"]["nodes"], []
+    for i, node in enumerate(nodes[1:], 1):
+        if frames[node[1]].get("file") == "[kernel]" and node[2] > 0:
+            chain, j = [], i
+            while j > 0:
+                chain.append(frames[nodes[j][1]]["name"])
+                j = nodes[j][0]
+            out.append((node[2], chain))
+    return out
+
+
+paranoid = int(open("/proc/sys/kernel/perf_event_paranoid").read())
+for name, env in (("reads", {}), ("reads-no-kernel", {"MARTINI_SAMPLING_KERNEL": "0"})):
+    d = os.path.join(work, name)
+    r = subprocess.run([martini, "run", "--client", "cgprof=sample=1000,top=0,formats=json", "--output", d, "--",
+                        "java", "-cp", classes, "Reads", "1000"], capture_output=True, text=True, cwd=work,
+                       timeout=300, env={**os.environ, **env})
+    chains = kernel_chains(d) if r.returncode == 0 else []
+    if env:
+        check("MARTINI_SAMPLING_KERNEL=0: no kernel frames", r.returncode == 0 and not chains, chains[:3])
+    elif os.geteuid() != 0 and paranoid > 1:
+        print(f"kernel frames not checked: perf_event_paranoid is {paranoid} and this is not root")
+    else:
+        under_read = sum(n for n, chain in chains if "java.io.FileInputStream.readBytes" in chain and
+                         any(f in chain for f in ("vfs_read", "ksys_read")))
+        check("the kernel's read path on top of FileInputStream.readBytes holds 150 samples at least",
+              r.returncode == 0 and under_read >= 150 and "with kernel frames on top" in r.stderr,
+              (under_read, chains[:3], r.stderr[-600:]))
 
 # The JVM's own threads: with -Xcomp the C2 compiler thread does most of the work; it is
 # sampled, named, and its stacks are libjvm's functions from the thread's start.

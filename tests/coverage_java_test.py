@@ -124,6 +124,28 @@ check("the loop at offset 0: entries and lines exact",
 check("entries had from the first block", br["FNDA"].get("Branches.pick(I)I") == 30 and
       br["FNDA"].get("Branches.both(II)I") == 30 and br["DA"].get(9) == 10 and br["DA"].get(12) == 10, br)
 
+# Lines inside straight code take the count of the line before minus the exceptions that
+# left it (Throws.java: steps' calls to fail() throw on some runs; no handler in steps).
+shutil.copy(os.path.join(source, "tests", "coverage", "Throws.java"), work)
+run([javac, "-g", "-d", os.path.join(work, "throws"), os.path.join(work, "Throws.java")])
+r, out = cover("throws", "throws", "Throws", "formats=lcov")
+th = tracefile(os.path.join(out, "coverage.info")).get("Throws.java", {"DA": {}, "FNDA": {}})
+want = {10: 0, 11: 0, 12: 0, 13: 0, 14: 0}
+for i in range(30):
+    a = i + 1
+    want[10] += 1
+    want[11] += 1
+    if a % 3 == 0:
+        continue
+    want[12] += 1
+    want[13] += 1
+    if (2 * a + 1) % 3 == 0:
+        continue
+    want[14] += 1
+check("Throws runs under coverage", r.returncode == 0, r.stdout + r.stderr)
+check(f"a line after one whose call threw: exact counts {want}",
+      {n: th["DA"].get(n) for n in want} == want and th["FNDA"].get("Throws.steps(I)I") == 30, th)
+
 # A class that is unloaded before the end: its counts are kept (Unload.java loads Gone
 # through a loader of its own, runs it, drops the loader and collects).
 shutil.copy(os.path.join(source, "tests", "coverage", "Gone.java"), work)

@@ -182,8 +182,52 @@ void NativeSymbols::ReadSymbols(Library &lib, const Mapping &m) {
     std::sort(lib.symbols.begin(), lib.symbols.end(), byStart);
 }
 
+// The kernel's text: the upper half of the address space on x86-64 and AArch64.
+constexpr std::uint64_t kKernelSpace = 0xffff800000000000ull;
+
+void NativeSymbols::ReadKernelSymbols() {
+    kernel_.read = true;
+    kernel_.base = "[kernel]";
+    std::FILE *f = std::fopen("/proc/kallsyms", "re");
+    if (f == nullptr) return;
+    char line[512];
+    while (std::fgets(line, sizeof line, f) != nullptr) {
+        // "ffffffff81d7f390 T vfs_read" or "... t nf_hook_slow\t[nf_tables]"
+        unsigned long long start = 0;
+        char type = 0;
+        int consumed = 0;
+        if (std::sscanf(line, "%llx %c %n", &start, &type, &consumed) < 2 || start == 0) continue;
+        if (type != 't' && type != 'T' && type != 'w' && type != 'W') continue;
+        std::string name(line + consumed);
+        while (!name.empty() && (name.back() == '\n' || name.back() == ' ')) name.pop_back();
+        if (const auto tab = name.find('\t'); tab != std::string::npos) {
+            // A module's: "name\t[module]" as "name [module]".
+            name[tab] = ' ';
+        }
+        kernel_.symbols.push_back({start, 0, static_cast<std::uint32_t>(kernel_.names.size())});
+        kernel_.names.append(name).push_back('\0');
+    }
+    std::fclose(f);
+    std::sort(kernel_.symbols.begin(), kernel_.symbols.end(),
+              [](const Symbol &a, const Symbol &b) { return a.start < b.start; });
+}
+
+void NativeSymbols::LookupKernel(std::uintptr_t address, NativeFrame &frame) {
+    if (!kernel_.read) ReadKernelSymbols();
+    frame.library = kernel_.base;
+    frame.offset = address;
+    auto it = std::upper_bound(kernel_.symbols.begin(), kernel_.symbols.end(), std::uint64_t{address},
+                               [](std::uint64_t a, const Symbol &s) { return a < s.start; });
+    frame.symbol = it != kernel_.symbols.begin() ? std::string(kernel_.names.c_str() + std::prev(it)->name)
+                                                 : std::string("(a function: kptr_restrict hides the kernel's addresses)");
+}
+
 bool NativeSymbols::Lookup(std::uintptr_t address, NativeFrame &frame) {
     std::lock_guard lock(mutex_);
+    if (address >= kKernelSpace) {
+        LookupKernel(address, frame);
+        return true;
+    }
     Mapping m{};
     if (!FindMapping(address, m)) return false;
     Library &lib = *m.library;

@@ -1,5 +1,6 @@
 #include "sample_clocks.h"
 
+#include "martini/core/kernel_stacks.h"
 #include "martini/core/task_clock.h"
 
 #include "native_unwind.h"
@@ -33,7 +34,7 @@ void SampleClocks::SetRate(unsigned hz, bool wall) {
     const bool modeChanged = wall_.exchange(wall) != wall;
     if (!armed_) return;
     for (auto &[tid, t] : threads_) {
-        if (modeChanged) DisarmLocked(t);
+        if (modeChanged) DisarmLocked(t, tid);
         if (!t.notJava) ArmLocked(t, tid);
     }
 }
@@ -43,13 +44,14 @@ void SampleClocks::Start() {
     // JVM's own threads are sampled through their native frames; any thread whose
     // samples have neither Java nor native frames is left alone (LeaveAlone).
     std::lock_guard lock(mutex_);
+    UnmapRetiredLocked();
     armed_ = true;
     for (pid_t tid : TasksOfThisProcess()) AddLocked(tid);
 }
 
 void SampleClocks::Stop() {
     std::lock_guard lock(mutex_);
-    for (auto &[tid, t] : threads_) DisarmLocked(t);
+    for (auto &[tid, t] : threads_) DisarmLocked(t, tid);
     threads_.clear();
     armed_ = false;
 }
@@ -81,7 +83,7 @@ void SampleClocks::LeaveAlone(const std::vector<pid_t> &tids) {
         auto it = threads_.find(tid);
         if (it == threads_.end() || it->second.notJava) continue;
         it->second.notJava = true;
-        DisarmLocked(it->second);
+        DisarmLocked(it->second, tid);
     }
 }
 
@@ -100,6 +102,18 @@ void SampleClocks::Rescan() {
         DropLocked(tid);
         NativeUnwind::ForgetStackTop(tid);
     }
+    UnmapRetiredLocked();
+}
+
+void SampleClocks::UnmapRetiredLocked() {
+    // A second is ages for a handler that read a ring's address just before its thread
+    // was disarmed.
+    const auto before = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+    std::erase_if(retired_, [&](const Retired &r) {
+        if (r.when > before) return false;
+        core::UnmapKernelRing(r.ring);
+        return true;
+    });
 }
 
 void SampleClocks::AddLocked(pid_t tid) {
@@ -115,7 +129,12 @@ void SampleClocks::ArmLocked(Thread &t, pid_t tid) {
         ioctl(t.perfFd, PERF_EVENT_IOC_PERIOD, &period);
         return;
     }
-    if (!t.hasTimer && (t.perfFd = core::OpenTaskClock(tid, periodNs, SIGPROF, perfRefused_)) >= 0) return;
+    bool kernelStacks = false;
+    if (!t.hasTimer && (t.perfFd = core::OpenTaskClock(tid, periodNs, SIGPROF, perfRefused_,
+                                                       core::KernelStacksChosen() ? &kernelStacks : nullptr)) >= 0) {
+        if (kernelStacks && (t.ring = core::MapKernelRing(t.perfFd)) != nullptr) core::KernelRings::Register(tid, t.ring);
+        return;
+    }
     if (!t.hasTimer) {
         sigevent event{};
         event.sigev_notify = SIGEV_THREAD_ID;
@@ -131,9 +150,18 @@ void SampleClocks::ArmLocked(Thread &t, pid_t tid) {
     timer_settime(t.timer, 0, &spec, nullptr);
 }
 
-void SampleClocks::DisarmLocked(Thread &t) {
-    if (t.perfFd >= 0) close(t.perfFd);
+void SampleClocks::DisarmLocked(Thread &t, pid_t tid) {
+    if (t.perfFd >= 0) {
+        // A mapped ring keeps the event alive past close: stopped first.
+        ioctl(t.perfFd, PERF_EVENT_IOC_DISABLE, 0);
+        close(t.perfFd);
+    }
     t.perfFd = -1;
+    if (t.ring != nullptr) {
+        core::KernelRings::Unregister(tid, t.ring);
+        retired_.push_back({t.ring, std::chrono::steady_clock::now()});
+        t.ring = nullptr;
+    }
     if (t.hasTimer) timer_delete(t.timer);
     t.hasTimer = false;
 }
@@ -141,7 +169,7 @@ void SampleClocks::DisarmLocked(Thread &t) {
 void SampleClocks::DropLocked(pid_t tid) {
     auto it = threads_.find(tid);
     if (it == threads_.end()) return;
-    DisarmLocked(it->second);
+    DisarmLocked(it->second, tid);
     threads_.erase(it);
 }
 

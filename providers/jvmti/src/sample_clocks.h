@@ -8,8 +8,13 @@
 //   wall mode  the sampler thread signals every sampled thread (tgkill) each 1/hz
 //              seconds (SignalAll), sleeping, waiting and blocked ones too.
 //
+// Where perf lets the events count kernel time, each also records the kernel's call
+// chain into a ring mapped per thread, registered for the handler
+// (core::KernelRings, kernel_stacks.h).
+//
 // Owns: the sampled OS threads and their clocks, whether they are armed (from Start to
-// Stop), the rate and mode, the sampler thread's id (never sampled) and perf's refusal.
+// Stop), the rate and mode, the sampler thread's id (never sampled), perf's refusal,
+// and the kernel rings taken out of use, unmapped at a rescan a second later.
 // Locks: mutex_ guards threads_, armed_ and a change of rate or mode; it is never
 // taken in the signal handler. The rate and mode are also atomics, read without it.
 #pragma once
@@ -20,6 +25,7 @@
 #include <time.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <mutex>
 #include <unordered_map>
@@ -61,6 +67,7 @@ public:
 private:
     struct Thread {
         int perfFd = -1;  // the task-clock event; its overflows signal the thread
+        void *ring = nullptr;  // its kernel call chains, when it records them
         timer_t timer{};
         bool hasTimer = false;
         bool notJava = false;  // its samples found no Java thread: left alone
@@ -68,7 +75,8 @@ private:
     // Caller holds mutex_.
     static void AddLocked(pid_t tid);
     static void ArmLocked(Thread &t, pid_t tid);
-    static void DisarmLocked(Thread &t);
+    static void DisarmLocked(Thread &t, pid_t tid);
+    static void UnmapRetiredLocked();
     static void DropLocked(pid_t tid);
 
     static inline std::atomic<unsigned> hz_{Martini::MPI::kDefaultSamplingHz};
@@ -78,6 +86,11 @@ private:
     static inline bool armed_ = false;
     static inline pid_t sampler_ = 0;
     static inline std::unordered_map<pid_t, Thread> threads_;
+    struct Retired {
+        void *ring;
+        std::chrono::steady_clock::time_point when;
+    };
+    static inline std::vector<Retired> retired_;
 };
 
 }  // namespace martini::jvm

@@ -8,6 +8,7 @@
 #include "native_unwind.h"
 #include "sample_clocks.h"
 #include "threads.h"
+#include "martini/core/kernel_stacks.h"
 #include "martini/core/log.h"
 
 #include <dlfcn.h>
@@ -49,6 +50,7 @@ void OnSignal(int, siginfo_t *info, void *ucontext) {
             s->pc = static_cast<std::uintptr_t>(static_cast<ucontext_t *>(ucontext)->uc_mcontext.gregs[REG_RIP]);
 #endif
             NativeUnwind::Walk(*s, ucontext);
+            s->numKernel = core::KernelRings::Take(s->tid, s->kernel, kMaxKernelFrames);
             if (jvmThread && agct != nullptr) {
                 AgctTrace trace{jni, 0, s->frames};
                 agct(&trace, kMaxFrames, ucontext);
@@ -176,6 +178,7 @@ void Sampling::JmethodIdsForLoadedClasses() {
 std::string Sampling::Start(JNIEnv *) {
     NativeUnwind::NoteStackTop();  // the calling thread's (VMInit: the main thread)
     (void)NativeUnwind::Chosen();  // read here, never first in the handler
+    (void)core::KernelStacksChosen();
     std::lock_guard control(controlMutex_);
     if (running_.load(std::memory_order_acquire)) return "";
     if (gAgct.load() == nullptr) {

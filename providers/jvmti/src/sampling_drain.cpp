@@ -224,6 +224,15 @@ bool NativeFramesOf(const RawSample &s, std::vector<SStackEntry> &stack) {
     return stack.size() > before;
 }
 
+// The kernel's frames the sample has (innermost first), named from /proc/kallsyms, on
+// top of the stack.
+void KernelFramesOf(const RawSample &s, std::vector<SStackEntry> &stack) {
+    for (std::int32_t i = 0; i < s.numKernel && i < kMaxKernelFrames; ++i) {
+        const TId method = NativeMethodAt(s.kernel[i], i > 0);
+        if (method != 0) stack.push_back({method, ~0u, 0u});
+    }
+}
+
 // The code blob the interrupted address is in, named as HotSpot names it (a stub, the
 // interpreter, an adapter), as a method of "[code cache]"; 0 when not known.
 TId BlobMethodAt(std::uintptr_t pc) {
@@ -300,6 +309,8 @@ bool Name(const RawSample &s, TId &threadId, std::vector<SStackEntry> &stack, st
             NativeUnwind::LearnStackTop(s.tid, s.sp);
         }
     }
+    KernelFramesOf(s, stack);
+    const std::size_t kernelFrames = stack.size();
     if (n > 0) {
         // A walk retried from the caller: the interrupted frame is named by the
         // compiled method its address is in, when it is in one.
@@ -322,7 +333,8 @@ bool Name(const RawSample &s, TId &threadId, std::vector<SStackEntry> &stack, st
             gNativeNamed.fetch_add(1, std::memory_order_relaxed);
         }
     }
-    if (s.numNative > 0 && !stack.empty()) gWithNative.fetch_add(1, std::memory_order_relaxed);
+    if (s.numNative > 0 && stack.size() > kernelFrames) gWithNative.fetch_add(1, std::memory_order_relaxed);
+    if (kernelFrames != 0) gWithKernel.fetch_add(1, std::memory_order_relaxed);
     gMissed.fetch_add(s.missed, std::memory_order_relaxed);
     if (threadId == 0) {
         gNoId.fetch_add(1, std::memory_order_relaxed);
@@ -405,6 +417,9 @@ void Sampling::PrintSummary() {
     }
     if (const auto native = gWithNative.load(); native != 0) {
         line += "; " + std::to_string(native) + " with native frames on top (frame pointers, ELF symbols)";
+    }
+    if (const auto kernel = gWithKernel.load(); kernel != 0) {
+        line += "; " + std::to_string(kernel) + " with kernel frames on top (perf call chains, /proc/kallsyms)";
     }
     if (const auto retried = gWalkedFromCaller.load(); retried != 0) {
         line += "; " + std::to_string(gRecovered.load()) + " of " + std::to_string(retried) +

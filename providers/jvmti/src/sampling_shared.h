@@ -56,6 +56,7 @@ inline std::atomic<AgctFn> gAgct{nullptr};
 
 constexpr jint kMaxFrames = 512;
 constexpr int kMaxNativeFrames = 128;
+constexpr int kMaxKernelFrames = 64;
 constexpr std::size_t kSlots = 1024;  // a power of two (core::SampleRing)
 
 struct RawSample {
@@ -72,6 +73,10 @@ struct RawSample {
     std::uintptr_t sp = 0;      // the interrupted stack pointer
     bool stackTopKnown = false;  // the walk had the stack's bounds (else NativeUnwind::LearnStackTop)
     std::uintptr_t native[kMaxNativeFrames];
+    // The kernel's frames on top of everything, innermost first, when the thread was
+    // interrupted in the kernel and its clock records them (kernel_stacks.h).
+    std::int32_t numKernel = 0;
+    std::uintptr_t kernel[kMaxKernelFrames];
     AgctFrame frames[kMaxFrames];
 };
 
@@ -85,6 +90,7 @@ inline std::atomic<std::uint64_t> gHandlerNs{0}, gSamplerCpuNs{0}, gJmethodIdNs{
 inline std::atomic<std::uint64_t> gTaken{0}, gLost{0}, gRaised{0}, gNotJvmThread{0}, gNoId{0}, gTruncated{0};
 inline std::atomic<std::uint64_t> gNativeNamed{0};  // samples AGCT could not walk, named by their native frames
 inline std::atomic<std::uint64_t> gWithNative{0};   // samples with native frames on top
+inline std::atomic<std::uint64_t> gWithKernel{0};   // samples with kernel frames on top
 inline std::atomic<std::uint64_t> gJvmOwn{0};       // samples of threads without a JVM thread (GC workers, ...)
 inline std::array<std::atomic<std::uint64_t>, kCauseCount + 1> gFailed{};  // last: causes AGCT does not name
 inline std::atomic<std::uint64_t> gMissed{0};  // timer periods that passed without a signal

@@ -121,19 +121,20 @@ TEST(Classfile, MutatedClassNeverCrashes) {
             m[at] = rng() % 2 ? static_cast<std::uint8_t>(rng()) : kInteresting[rng() % std::size(kInteresting)];
         }
         // Every other mutant also gets allocation probes, and every third coverage counters
-        // (whose layout reads the mutated branch targets).
+        // (whose layout reads the mutated branch targets); every sixth gets coverage
+        // counters alone.
         const bool alloc = i % 2 == 1;
         const CoverageSelector coverage = i % 3 == 0 ? CoverageAll : CoverageSelector{};
-        const InstrumentResult r = alloc ? InstrumentClass(m, {.calls = SelectAll{}, .allocs = AllocAll{}, .coverage = coverage})
-                                         : InstrumentClass(m, {.calls = SelectAll{}, .coverage = coverage});
+        const ProbeSelector calls = i % 6 == 0 ? ProbeSelector{} : ProbeSelector{SelectAll{}};
+        const Selectors selectors = alloc ? Selectors{.calls = calls, .allocs = AllocAll{}, .coverage = coverage}
+                                          : Selectors{.calls = calls, .coverage = coverage};
+        const InstrumentResult r = InstrumentClass(m, selectors);
         std::string problem = CheckInstrumentResult(r);
         // A class the reader rejects is never instrumented.
         if (problem.empty() && !ParseClass(m).parsed && r.parsed) problem = "ParseClass rejects what InstrumentClass took";
         if (problem.empty() && r.changed) {
             // The rewriter's own output goes through it again.
-            const Selectors again = alloc ? Selectors{.calls = SelectAll{}, .allocs = AllocAll{}, .coverage = coverage}
-                                          : Selectors{.calls = SelectAll{}, .coverage = coverage};
-            problem = CheckInstrumentResult(InstrumentClass(r.bytes, again));
+            problem = CheckInstrumentResult(InstrumentClass(r.bytes, selectors));
             if (!problem.empty()) problem = "instrumenting the output again: " + problem;
         }
         parsed += r.parsed ? 1 : 0;

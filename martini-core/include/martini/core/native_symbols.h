@@ -4,7 +4,9 @@
 // library with Debian's libelf; C++ names demangled. A function without a symbol (a
 // stripped library's internal ones) is named by the library and the offset of its
 // start, from the unwind table .eh_frame_hdr ("libc.so.6+0x16e040"); an address in
-// no known function by its own offset. For a
+// no known function by its own offset. A kernel address (kernel_stacks.h) is named
+// from /proc/kallsyms, read once, as a function of "[kernel]" (a module's function as
+// "name [module]"); as one function where kptr_restrict hides the addresses. For a
 // provider's sampler, on its own thread (never in a signal handler).
 //
 // Locks: one mutex guards the mappings and the libraries' tables.
@@ -55,6 +57,8 @@ private:
         Library *library;
     };
     bool FindMapping(std::uintptr_t address, Mapping &out);
+    void LookupKernel(std::uintptr_t address, NativeFrame &frame);
+    void ReadKernelSymbols();
     void ReadMaps();
     void ReadSymbols(Library &lib, const Mapping &m);
 
@@ -62,6 +66,7 @@ private:
     std::vector<Mapping> mappings_;  // executable file mappings, by start
     std::unordered_map<std::string, std::unique_ptr<Library>> libraries_;
     std::uint64_t lastRead_ = 0;  // when /proc/self/maps was read (ns), re-read at most every 100 ms on a miss
+    Library kernel_;  // /proc/kallsyms's functions (no sizes: each ends where the next starts)
 };
 
 }  // namespace martini::core

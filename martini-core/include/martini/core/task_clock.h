@@ -37,7 +37,11 @@ inline bool PerfClockChosen() {
 // holds the errno of the first refusal: no further attempts) or are refused now
 // (perf_event_paranoid, a seccomp filter). Kernel time is counted where the kernel lets
 // it (as the timers count it), else user time only. A thread gone (ESRCH) is no refusal.
-inline int OpenTaskClock(pid_t tid, long periodNs, int signal, std::atomic<int> &refused) {
+// With `kernelStacks`, an event that counts kernel time also records the kernel's call
+// chain at each period (kernel_stacks.h), and *kernelStacks says whether it does.
+inline int OpenTaskClock(pid_t tid, long periodNs, int signal, std::atomic<int> &refused,
+                         bool *kernelStacks = nullptr) {
+    if (kernelStacks != nullptr) *kernelStacks = false;
     if (!PerfClockChosen() || refused.load(std::memory_order_relaxed) != 0) return -1;
     perf_event_attr attr{};
     attr.size = sizeof attr;
@@ -46,11 +50,19 @@ inline int OpenTaskClock(pid_t tid, long periodNs, int signal, std::atomic<int> 
     attr.sample_period = static_cast<std::uint64_t>(periodNs);
     attr.disabled = 1;
     attr.wakeup_events = 1;
+    if (kernelStacks != nullptr) {
+        attr.sample_type = PERF_SAMPLE_CALLCHAIN;
+        attr.exclude_callchain_user = 1;
+    }
     int fd = static_cast<int>(syscall(SYS_perf_event_open, &attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC));
     if (fd < 0 && (errno == EACCES || errno == EPERM)) {
+        attr.sample_type = 0;
+        attr.exclude_callchain_user = 0;
         attr.exclude_kernel = 1;
         attr.exclude_hv = 1;
         fd = static_cast<int>(syscall(SYS_perf_event_open, &attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC));
+    } else if (fd >= 0 && kernelStacks != nullptr) {
+        *kernelStacks = true;
     }
     if (fd < 0) {
         if (errno != ESRCH) refused.store(errno, std::memory_order_relaxed);
