@@ -207,7 +207,8 @@ inline std::string CheckInstrumentResult(const InstrumentResult &r) {
     }
     if (!r.changed) return r.bytes.empty() ? "" : "unchanged but returned bytes";
     if (r.bytes.empty()) return "changed but no bytes";
-    if (r.instrumented == 0 && r.allocProbed == 0 && r.sitesProbed == 0 && r.arraysProbed == 0) {
+    if (r.instrumented == 0 && r.allocProbed == 0 && r.sitesProbed == 0 && r.arraysProbed == 0 &&
+        r.coverage.empty()) {
         return "changed but nothing instrumented";
     }
     if (!r.delegationOffsets.empty() && r.delegationOffsets.size() != r.decl.methods.size()) {
