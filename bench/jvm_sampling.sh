@@ -23,6 +23,8 @@
 #   sample-1k-nonative, sample-100-nonative  without the native frames' walk (MARTINI_SAMPLING_NATIVE=0):
 #                the cost of native unwinding apart
 #   sample-1k-nokernel   without the kernel's call chains (MARTINI_SAMPLING_KERNEL=0): their cost apart
+#   sample-1k-fp     native callers by the frame-pointer chain alone (MARTINI_SAMPLING_UNWIND=fp), not
+#                    the unwind tables: what DWARF unwinding costs
 #   sample-1     cgprof=sample=1: everything sampling switches on, next to no samples
 #   sample-1-events, sample-100-events  the same with CompiledMethodLoad events for the
 #                debug information (MARTINI_SAMPLING_DEBUG_INFO=events, the fallback)
@@ -55,7 +57,7 @@ echo "javac on $(wc -l <"$work/sources.txt") files" >&2
 
 
 configs=(plain sample-100 sample-1k wall-100 jfr-profile)
-all=" plain-again sample-100 sample-1k wall-100 jfr-profile sample-100-nofiles debug-info sample-100-timer sample-1k-timer sample-1 sample-1-events sample-100-events sample-1k-nonative sample-100-nonative sample-1k-nokernel "
+all=" plain-again sample-100 sample-1k wall-100 jfr-profile sample-100-nofiles debug-info sample-100-timer sample-1k-timer sample-1 sample-1-events sample-100-events sample-1k-nonative sample-100-nonative sample-1k-nokernel sample-1k-fp "
 if [ -n "${CONFIGS:-}" ]; then  # a subset: CONFIGS="sample-100 jfr-profile" (plain is always run)
   read -r -a chosen <<<"$CONFIGS"
   configs=(plain)
@@ -67,11 +69,12 @@ if [ -n "${CONFIGS:-}" ]; then  # a subset: CONFIGS="sample-100 jfr-profile" (pl
     esac
   done
 fi
-args_for() {  # -timer, -events, -nonative and -nokernel change the environment only (below)
+args_for() {  # -timer, -events, -nonative, -nokernel and -fp change the environment only (below)
   local base=${1%-timer}
   base=${base%-events}
   base=${base%-nonative}
   base=${base%-nokernel}
+  base=${base%-fp}
   case $base in
     plain | plain-again) ;;
     sample-1) echo "-agentpath:$agent=cgprof=sample=1,top=0,out=$work/cg" ;;
@@ -103,7 +106,9 @@ for ((r = 1; r <= reps; r++)); do
     [ "${c%-nonative}" != "$c" ] && native=0  # the native frames' walk left out: its cost apart
     kernel=1
     [ "${c%-nokernel}" != "$c" ] && kernel=0
-    { time MARTINI_SAMPLING_KERNEL=$kernel MARTINI_SAMPLING_NATIVE=$native MARTINI_SAMPLING_CLOCK=$clock MARTINI_SAMPLING_DEBUG_INFO=$debug javac_cmd $(args_for "$c") >/dev/null 2>"$work/err"; } 2>"$work/time" ||
+    unwind=dwarf
+    [ "${c%-fp}" != "$c" ] && unwind=fp
+    { time MARTINI_SAMPLING_UNWIND=$unwind MARTINI_SAMPLING_KERNEL=$kernel MARTINI_SAMPLING_NATIVE=$native MARTINI_SAMPLING_CLOCK=$clock MARTINI_SAMPLING_DEBUG_INFO=$debug javac_cmd $(args_for "$c") >/dev/null 2>"$work/err"; } 2>"$work/time" ||
       { cat "$work/err"; exit 1; }
     read -r real user sys <"$work/time"
     spent[$c]=$(grep -o 'CPU spent: .*' "$work/err" || true)  # the agent's own account, last round's

@@ -13,6 +13,7 @@ packages=(
   libbenchmark-dev libboost-dev        # benchmarks (Boost.Signals2 is the baseline)
   openjdk-17-jdk-headless              # JVM provider: JVMTI headers, javac/java for its tests
   libelf-dev                           # samplers: native frames named from ELF symbol tables
+  libunwind-dev                        # the JVM sampler: native callers from the unwind tables
   libprotobuf-dev protobuf-compiler zlib1g-dev  # report library: pprof output
   gcc liblua5.4-dev lua5.4             # interpreter C ABI: the Lua host (martini-lua), and plain Lua for its benchmark
   mono-devel mono-runtime mono-mcs libmono-2.0-dev  # Mono provider: profiler headers (pkg-config mono-2), mono, mcs

@@ -14,8 +14,10 @@ its time on the line marked HOT.
 - every sample named: tests/sampled/Zips.java spends its time in zlib under
   Deflater.deflateBytesBytes (a JNI method) and in Math.sin's stub of the JVM's code
   cache; the native frames are named by symbol or library+offset under the Java
-  frame, the stub by its code blob's name, and at most 1% of the samples stay
-  unnamed; the JIT compiler thread is sampled, its stacks libjvm's functions;
+  frame, with zlib's callers (deflate, libzip's JNI function) from the unwind tables
+  (and without them with MARTINI_SAMPLING_UNWIND=fp), the stub by its code blob's
+  name, and at most 1% of the samples stay unnamed; the JIT compiler thread is
+  sampled, its stacks libjvm's functions;
 - kernel frames (tests/sampled/Reads.java reads /dev/zero): where perf allows them, the
   kernel's read path by symbol on top of libc, libjava and the Java frames; none with
   MARTINI_SAMPLING_KERNEL=0;
@@ -159,7 +161,9 @@ total = sum(p["counters"]["samples"] for p in parts)
 check("the intervals and the end hold every sample raised, none twice",
       raised is not None and total == int(raised.group(1)), (total, raised and raised.group(0)))
 spans = [(p["timeline"][0][0], p["timeline"][-1][0]) for p in parts if p.get("timeline")]
-check("each interval holds only its own time", len(spans) == len(parts) and
+# (An interval point right at the program's end leaves the end profile without samples.)
+check("each interval holds only its own time",
+      all(p.get("timeline") or p["counters"]["samples"] == 0 for p in parts) and len(spans) >= 3 and
       all(a[1] < b[0] for a, b in zip(spans, spans[1:])) and
       all((b - a) < 1_500_000_000 for a, b in spans), spans)
 check("cgprof says where the end profile starts", "since interval point %d" % len(numbers) in log, log)
@@ -184,32 +188,57 @@ r = run([martini, "run", "--interval", "1s", "--", "mono", "nothing.exe"])
 check("--interval under Mono refused before the start, naming why",
       r.returncode == 1 and "the Mono module starts no control channel" in r.stderr, r.stderr)
 
-# Every sample named: native frames under Java frames, stubs by their blob's name.
-zips = os.path.join(work, "zips")
-r = run([martini, "run", "--client", "cgprof=sample=1000,top=0,formats=json", "--output", zips, "--",
-         "java", "-cp", classes, "Zips", "1000"])
-check("the Zips run exits 0", r.returncode == 0 and "zips: done" in r.stdout + r.stderr, r.stdout + r.stderr)
-zp = json.load(open(os.path.join(zips, "cgprof.json")))
-zframes = zp["frames"]
-zself = {}
-under_jni = 0
-nodes = zp["merged"]["nodes"]
-for node in nodes[1:]:
-    name = zframes[node[1]]["name"]
-    zself[name] = zself.get(name, 0) + node[2]
-    parent = nodes[node[0]]
-    if zframes[node[1]].get("file", "").startswith("libz.so") and parent[1] >= 0 and \
-            zframes[parent[1]]["name"] == "java.util.zip.Deflater.deflateBytesBytes":
-        under_jni += node[2]
+# Every sample named: native frames under Java frames, stubs by their blob's name; zlib's
+# callers inside zlib and libzip from the unwind tables (with MARTINI_SAMPLING_UNWIND=fp,
+# the frame-pointer chain, zlib's innermost function straight under the Java frame).
+def ancestors(nodes, frames, i):
+    """The names (with their files) from node i's parent to the root."""
+    out, j = [], nodes[i][0]
+    while j > 0:
+        f = frames[nodes[j][1]]
+        out.append(f["name"] + "@" + f.get("file", ""))
+        j = nodes[j][0]
+    return out
+
+
+def zips_run(name, env):
+    d = os.path.join(work, name)
+    r = subprocess.run([martini, "run", "--client", "cgprof=sample=1000,top=0,formats=json", "--output", d, "--",
+                        "java", "-cp", classes, "Zips", "1000"], capture_output=True, text=True, cwd=work,
+                       timeout=300, env={**os.environ, **env})
+    check(f"the Zips run exits 0 ({name})", r.returncode == 0 and "zips: done" in r.stdout + r.stderr,
+          r.stdout + r.stderr)
+    zp = json.load(open(os.path.join(d, "cgprof.json")))
+    frames, nodes = zp["frames"], zp["merged"]["nodes"]
+    selfs, under_jni, through_zlib = {}, 0, 0
+    for i, node in enumerate(nodes[1:], 1):
+        name = frames[node[1]]["name"]
+        selfs[name] = selfs.get(name, 0) + node[2]
+        if node[2] and frames[node[1]].get("file", "").startswith("libz.so"):
+            up = ancestors(nodes, frames, i)
+            if "java.util.zip.Deflater.deflateBytesBytes@Deflater.java" in up:
+                under_jni += node[2]
+                if any(a.startswith("deflate@libz.so") for a in up) and \
+                        "Java_java_util_zip_Deflater_deflateBytesBytes@libzip.so" in up:
+                    through_zlib += node[2]
+    return frames, selfs, under_jni, through_zlib
+
+
+zframes, zself, under_jni, through_zlib = zips_run("zips", {})
 samples = sum(zself.values())
 unnamed = sum(v for k, v in zself.items() if k.startswith("("))
 check("zlib's native frames under Deflater.deflateBytesBytes hold the deflate time (a third of it at least)",
       under_jni >= samples // 6, (under_jni, samples))
+check("zlib's time under deflate() and libzip's JNI function (callers from the unwind tables)",
+      through_zlib >= samples // 6, (through_zlib, under_jni, samples))
 stub = sum(v for k, v in zself.items() if any(f["name"] == k and f.get("file") == "[code cache]" for f in zframes))
 check("Math.sin's time on a stub named as HotSpot names it, in [code cache]", stub >= samples // 6,
       sorted(((v, k) for k, v in zself.items()), reverse=True)[:6])
 check("at most 1% of the samples unnamed", samples > 1500 and unnamed * 100 <= samples,
       (unnamed, samples, {k: v for k, v in zself.items() if k.startswith("(")}))
+_, fp_self, fp_under_jni, fp_through = zips_run("zips-fp", {"MARTINI_SAMPLING_UNWIND": "fp"})
+check("MARTINI_SAMPLING_UNWIND=fp: zlib's innermost function under the Java frame, its callers lost",
+      fp_under_jni >= sum(fp_self.values()) // 6 and fp_through * 20 < fp_under_jni, (fp_through, fp_under_jni))
 
 # Kernel frames, where perf lets a thread's clock count kernel time (root, or
 # perf_event_paranoid at most 1): Reads.java reads /dev/zero, and the kernel's functions

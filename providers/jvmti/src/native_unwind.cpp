@@ -1,7 +1,12 @@
 #include "native_unwind.h"
 
 #include "code_map.h"
+#include "sample_clocks.h"
 
+#define UNW_LOCAL_ONLY
+#include <dlfcn.h>
+#include <libunwind.h>
+#include <link.h>
 #include <pthread.h>
 #include <sys/uio.h>
 #include <ucontext.h>
@@ -58,6 +63,18 @@ __attribute__((no_sanitize("address"))) bool ReadFrame(std::uintptr_t fp, std::u
 }
 
 }  // namespace
+
+bool NativeUnwind::Dwarf() {
+    static const bool dwarf = [] {
+        const char *unwind = std::getenv("MARTINI_SAMPLING_UNWIND");
+        const bool chosen = unwind == nullptr || std::strcmp(unwind, "fp") != 0;
+        // libunwind's cache of the unwind rules by address (127 by default): large
+        // enough for every thread's frames, so that a walk rarely parses .eh_frame.
+        if (chosen) unw_set_cache_size(unw_local_addr_space, 16384, 0);
+        return chosen;
+    }();
+    return dwarf;
+}
 
 bool NativeUnwind::Chosen() {
     static const bool chosen = [] {
@@ -143,24 +160,22 @@ void NativeUnwind::WalkFromCaller(const AgctFn agct, AgctTrace &trace, void *uco
 #endif
 }
 
-// The native frames on top of the stack (RawSample::native): the interrupted address
-// when it is not in the JVM's code, then the return addresses of the frame-pointer
-// chain (each frame above the one before, within 16 MiB of the stack pointer) until one
-// is in the JVM's code: there the Java frames AGCT walks begin. Code built without
-// frame pointers gives a wrong caller or none; the sampler thread keeps the frames up
-// to the first address that lies in no library (sampling_drain.cpp).
-void NativeUnwind::Walk(RawSample &s, void *ucontext) {
-    s.numNative = 0;
-#if defined(__x86_64__)
-    if (ucontext == nullptr || !Chosen() || CodeMap::IsCode(s.pc)) return;
-    s.native[s.numNative++] = s.pc;
-    const auto *uc = static_cast<const ucontext_t *>(ucontext);
-    std::uintptr_t sp = static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RSP]);
-    std::uintptr_t fp = static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RBP]);
+namespace {
+
+// libjvm's text, where frame pointers are kept (set at Start, read by the handler).
+std::atomic<std::uintptr_t> gJvmTextLow{0}, gJvmTextHigh{0};
+
+bool InJvmText(std::uintptr_t pc) {
+    return pc >= gJvmTextLow.load(std::memory_order_relaxed) && pc < gJvmTextHigh.load(std::memory_order_relaxed);
+}
+
+// The frame-pointer chain from (sp, fp) (each frame above the one before, within 16 MiB
+// of the stack pointer) until a return address is in the JVM's code.
+void FramePointerWalk(RawSample &s, std::uintptr_t sp, std::uintptr_t fp) {
     // Without its stack's top the walk reads through process_vm_readv, a system call
     // per frame, until the sampler thread has learned the stack from this sample.
     const std::uintptr_t top = tStackTop != 0 ? tStackTop : LearnedTop(s.tid, sp);
-    s.sp = sp;
+    if (s.sp == 0) s.sp = sp;
     s.stackTopKnown = top != 0;
     const std::uintptr_t limit = sp + (std::uintptr_t{16} << 20);
     std::uintptr_t frame[2];
@@ -171,6 +186,81 @@ void NativeUnwind::Walk(RawSample &s, void *ucontext) {
         sp = fp + 16;
         fp = frame[0];
     }
+}
+
+}  // namespace
+
+void NativeUnwind::NoteJvmText() {
+    Dl_info info{};
+    void *symbol = dlsym(RTLD_DEFAULT, "JNI_GetCreatedJavaVMs");
+    if (symbol == nullptr || dladdr(symbol, &info) == 0) return;
+    struct Found {
+        std::uintptr_t base, low = 0, high = 0;
+    } found{reinterpret_cast<std::uintptr_t>(info.dli_fbase)};
+    dl_iterate_phdr(
+        [](dl_phdr_info *object, std::size_t, void *data) {
+            auto &f = *static_cast<Found *>(data);
+            if (object->dlpi_addr != f.base) return 0;
+            for (int i = 0; i < object->dlpi_phnum; ++i) {
+                const ElfW(Phdr) &ph = object->dlpi_phdr[i];
+                if (ph.p_type != PT_LOAD || (ph.p_flags & PF_X) == 0) continue;
+                f.low = object->dlpi_addr + ph.p_vaddr;
+                f.high = f.low + ph.p_memsz;
+            }
+            return 1;
+        },
+        &found);
+    gJvmTextLow.store(found.low, std::memory_order_relaxed);
+    gJvmTextHigh.store(found.high, std::memory_order_relaxed);
+}
+
+// The interrupted native frame's callers from the libraries' unwind tables (.eh_frame,
+// through libunwind: its local unwinding is async-signal-safe) until one is in libjvm,
+// which keeps frame pointers: from there the frame-pointer chain, which costs a read
+// per frame where libunwind's rules cost far more (a stack of libjvm's own, a JIT
+// compiler's or a waiting thread's, is deep). A frame of code without unwind
+// information is left to libunwind's frame-pointer heuristics, which check each
+// address before reading it. Stops at the JVM's code, where the Java frames begin.
+void NativeUnwind::WalkDwarf(RawSample &s, void *ucontext) {
+#if defined(__x86_64__)
+    unw_cursor_t cursor;
+    if (unw_init_local2(&cursor, static_cast<unw_context_t *>(ucontext), UNW_INIT_SIGNAL_FRAME) != 0) return;
+    while (s.numNative < kMaxNativeFrames && unw_step(&cursor) > 0) {
+        unw_word_t ip = 0, sp = 0, fp = 0;
+        if (unw_get_reg(&cursor, UNW_REG_IP, &ip) != 0 || ip == 0 || CodeMap::IsCode(ip)) break;
+        s.native[s.numNative++] = ip;
+        if (InJvmText(ip) && unw_get_reg(&cursor, UNW_REG_SP, &sp) == 0 &&
+            unw_get_reg(&cursor, UNW_X86_64_RBP, &fp) == 0) {
+            FramePointerWalk(s, sp, fp);
+            return;
+        }
+    }
+#else
+    (void)s, (void)ucontext;
+#endif
+}
+
+// The native frames on top of the stack (RawSample::native): the interrupted address
+// when it is not in the JVM's code, then its callers (above), until one is in the
+// JVM's code: there the Java frames AGCT walks begin. With the frame-pointer chain
+// alone (MARTINI_SAMPLING_UNWIND=fp, and wall-clock mode), code built without frame pointers gives a wrong
+// caller or none; the sampler thread keeps the frames up to the first address that
+// lies in no library (sampling_drain.cpp).
+void NativeUnwind::Walk(RawSample &s, void *ucontext) {
+    s.numNative = 0;
+    s.sp = 0;
+#if defined(__x86_64__)
+    if (ucontext == nullptr || !Chosen() || CodeMap::IsCode(s.pc)) return;
+    s.native[s.numNative++] = s.pc;
+    // In wall-clock mode most threads wait inside libc, where the unwind tables cost
+    // several times the frame-pointer chain for what little they add: the chain there.
+    if (Dwarf() && !SampleClocks::Wall() && !InJvmText(s.pc)) {
+        WalkDwarf(s, ucontext);
+        return;
+    }
+    const auto *uc = static_cast<const ucontext_t *>(ucontext);
+    FramePointerWalk(s, static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RSP]),
+                     static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RBP]));
 #else
     (void)ucontext;
 #endif

@@ -1,5 +1,6 @@
 // The sampler's native unwinder, for the signal handler: the native frames on top of a
-// sampled thread's stack (the frame-pointer chain, up to the JVM's code), and a walk
+// sampled thread's stack (the unwind tables through libunwind up to libjvm, then the
+// frame-pointer chain, up to the JVM's code), and a walk
 // AsyncGetCallTrace gave up on retried from the interrupted frame's caller.
 //
 // Owns: each thread's stack top (thread-local, noted outside the handler at the
@@ -7,8 +8,9 @@
 // the stacks of threads that have no such note (the JVM's own threads, threads
 // running before an attach), learned by the sampler thread from /proc/self/maps after
 // a first sample, in a table of atomics the handler reads.
-// Locks: none; everything here is async-signal-safe except NoteStackTop,
-// LearnStackTop and ForgetStackTop (the sampler thread's).
+// Locks: none of its own; everything here is async-signal-safe except NoteStackTop,
+// LearnStackTop, ForgetStackTop and NoteJvmText (outside the handler). libunwind keeps
+// its cache of unwind rules under a lock of its own, taken with every signal blocked.
 #pragma once
 
 #include "sampling_shared.h"
@@ -24,6 +26,12 @@ public:
     // Native frames are walked unless MARTINI_SAMPLING_NATIVE=0 (for measuring their
     // cost). Read once outside the handler first (Sampling::Start).
     static bool Chosen();
+    // Their callers from the unwind tables (libunwind) in CPU mode, unless
+    // MARTINI_SAMPLING_UNWIND=fp asks for the frame-pointer chain (wall-clock mode's).
+    // Read once outside the handler first.
+    static bool Dwarf();
+    // Where libjvm's code is (its frames are walked by their frame pointers); at Start.
+    static void NoteJvmText();
     // The calling thread's stack top; outside the handler (ThreadStarted, Start).
     static void NoteStackTop();
     // The sampler thread: the stack mapping holding `sp` (from /proc/self/maps) as
@@ -36,6 +44,9 @@ public:
     // Async-signal-safe: AGCT gave up on a frame not fully built (-5, -6); `trace`
     // walked again from the caller, the interrupted frame left unknown on top.
     static void WalkFromCaller(sampling::AgctFn agct, sampling::AgctTrace &trace, void *ucontext);
+
+private:
+    static void WalkDwarf(sampling::RawSample &s, void *ucontext);
 };
 
 }  // namespace martini::jvm

@@ -178,6 +178,8 @@ void Sampling::JmethodIdsForLoadedClasses() {
 std::string Sampling::Start(JNIEnv *) {
     NativeUnwind::NoteStackTop();  // the calling thread's (VMInit: the main thread)
     (void)NativeUnwind::Chosen();  // read here, never first in the handler
+    (void)NativeUnwind::Dwarf();
+    NativeUnwind::NoteJvmText();
     (void)core::KernelStacksChosen();
     std::lock_guard control(controlMutex_);
     if (running_.load(std::memory_order_acquire)) return "";
