@@ -6,7 +6,10 @@
 # (callcount with a filter matching nothing); callcount; the same calls inside a
 # coroutine (a virtual thread: martini_enter_vt/exit_vt); cgprof (counts and time);
 # line-hook (plain Lua with an empty C line hook: bench/lua/empty_hook.c) and coverage
-# (the coverage client counting every line), whose ratio to line-hook is printed too.
+# (the coverage client counting every line), whose ratio to line-hook is printed too;
+# line-call-hook (the same hook also taking every call and asking for the called
+# function, lua_getinfo "f": what knowing each frame's function costs through Lua's
+# public debug API), coverage's ratio to it printed as well.
 # OTHER_HOST=/path/to/another/martini-lua adds its callcount configurations, to compare
 # two builds side by side in one run.
 set -euo pipefail
@@ -25,9 +28,10 @@ declare -A cmd=(
   [callcount-coroutine]="$host --client callcount=out=$out/cc $script 32 coroutine"
   [cgprof]="$host --client cgprof --output $out/cg $script"
   [line-hook]="$build/bench/lua-empty-hook $script"
+  [line-call-hook]="env EMPTY_HOOK_CALLS=1 $build/bench/lua-empty-hook $script"
   [coverage]="$host --client coverage=formats=none,top=0 $script"
 )
-order=(plain none-wanted callcount callcount-coroutine cgprof line-hook coverage)
+order=(plain none-wanted callcount callcount-coroutine cgprof line-hook line-call-hook coverage)
 if [ -n "${OTHER_HOST:-}" ]; then
   cc=$build/clients/callcount/libcallcount.so
   cmd[other:callcount]="$OTHER_HOST --client $cc=out=$out/cc $script"
@@ -52,3 +56,5 @@ for c in "${order[@]}"; do
 done
 hook=$(echo "${times[line-hook]}" | median)
 printf 'coverage / line-hook: %.2fx\n' "$(echo "$(echo "${times[coverage]}" | median) / $hook" | bc -l)"
+printf 'coverage / line-call-hook: %.2fx\n' \
+  "$(echo "$(echo "${times[coverage]}" | median) / $(echo "${times[line-call-hook]}" | median)" | bc -l)"

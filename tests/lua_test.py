@@ -3,7 +3,8 @@
 the interpreter C ABI.
 The bundled program's known call counts, its calling contexts (pcall catching an error
 two frames down, tail calls, a coroutine as a virtual thread), the conformance kit on
-it, long tail-call loops and deep recursion, and each kind of bad input.
+it, long tail-call loops and deep recursion, closures made and collected by the
+thousand, and each kind of bad input.
 
 usage: lua_test.py MARTINI_LUA SOURCE_ROOT MARTINI
 """
@@ -44,6 +45,33 @@ for method, n in expected.items():
     check(f"{method} called {n} times", c.get(method) == n, f"{method}: {c.get(method)}\n{log}")
 check("two threads: main and the coroutine", "on 2 threads" in r.stderr, log)
 check("conformance kit passes on the Lua host", re.search(r"conformance: PASS \(\d+ events checked\)", log), log)
+
+# Closures made and dropped by the thousand, of two functions (calls are named through
+# a cache keyed by the closure's address, each cached closure kept alive): a collected
+# closure's address taken by a closure of the other function is still counted right.
+churn = os.path.join(work, "churn.lua")
+with open(churn, "w") as f:
+    f.write("""local function maker_a(k)
+  local function add_one() return k + 1 end
+  return add_one
+end
+local function maker_b(k)
+  local function add_two() return k + 2 end
+  return add_two
+end
+local total = 0
+for i = 1, 6000 do
+  local f = (i % 3 == 0) and maker_b(i) or maker_a(i)
+  total = total + f()
+  if i % 50 == 0 then collectgarbage() end
+end
+print("churn " .. total)
+""")
+r = run([martini_lua, "--client", "callcount=top=40", churn])
+c = counts(r.stderr)
+check("6,000 closures of two functions: 4,000 and 2,000 calls",
+      r.returncode == 0 and c.get("churn.add_one") == 4000 and c.get("churn.add_two") == 2000,
+      (c, r.stdout + r.stderr))
 
 # Calling contexts: take under reserve under pcall; find called from get in a tail call
 # (so get has already left); the coroutine's frames on a thread of their own.

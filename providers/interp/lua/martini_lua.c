@@ -293,6 +293,42 @@ static Coverage *CoverageOf(martini_method_id id, const martini_line *rows, size
 
 /* The slot of the function running in `ar` (a hook's), registered on first sight;
  * NULL when it could not be. */
+static MethodSlot *SlotOfFunction(lua_State *L, lua_Debug *ar);
+
+/* The slots of the functions called last, by the function value's address (a closure,
+ * or a C function): one lua_getinfo(L, "f") per call instead of "S", which formats the
+ * chunk's name. A copy of the slot (its id and counters never change once registered;
+ * the table they live in moves when it grows). Each cached function is kept alive
+ * through a registry reference until its entry is replaced, so that its address
+ * cannot name another function meanwhile. */
+enum { kCalled = 1024 };
+static struct {
+    const void *fn;
+    int ref;
+    MethodSlot slot;
+} gCalled[kCalled];
+
+static const MethodSlot *SlotOfCall(lua_State *L, lua_Debug *ar) {
+    lua_getinfo(L, "f", ar);
+    const void *fn = lua_topointer(L, -1);
+    const size_t k = ((uintptr_t)fn >> 4) & (kCalled - 1);
+    if (fn != NULL && gCalled[k].fn == fn) {
+        lua_pop(L, 1);
+        return &gCalled[k].slot;
+    }
+    if (gCalled[k].fn != NULL) luaL_unref(L, LUA_REGISTRYINDEX, gCalled[k].ref);
+    gCalled[k].fn = NULL;
+    const MethodSlot *slot = SlotOfFunction(L, ar);
+    if (fn == NULL || slot == NULL) {
+        lua_pop(L, 1);
+        return slot;
+    }
+    gCalled[k].ref = luaL_ref(L, LUA_REGISTRYINDEX); /* pops the function */
+    gCalled[k].fn = fn;
+    gCalled[k].slot = *slot;
+    return &gCalled[k].slot;
+}
+
 static MethodSlot *SlotOfFunction(lua_State *L, lua_Debug *ar) {
     lua_getinfo(L, "S", ar);
     const int isC = ar->what[0] == 'C';
@@ -420,7 +456,7 @@ static void NoteSlot(const lua_Debug *ar, const MethodSlot *slot) {
     gFrames[k].cov = slot ? slot->cov : NULL;
 }
 
-static void NoteFrame(lua_State *L, lua_Debug *ar) { NoteSlot(ar, SlotOfFunction(L, ar)); }
+static void NoteFrame(lua_State *L, lua_Debug *ar) { NoteSlot(ar, SlotOfCall(L, ar)); }
 
 static void CountLine(lua_State *L, lua_Debug *ar) {
     const size_t k = FrameSlot(ar->i_ci);
@@ -462,7 +498,7 @@ static void Hook(lua_State *L, lua_Debug *ar) {
     if (ar->event == LUA_HOOKCALL || ar->event == LUA_HOOKTAILCALL) {
         const martini_stack_id stack = (martini_stack_id)(uintptr_t)ar->i_ci;
         /* One lookup for the call and its frame's counters. */
-        const MethodSlot *slot = SlotOfFunction(L, ar);
+        const MethodSlot *slot = SlotOfCall(L, ar);
         if (gCoverage) NoteSlot(ar, slot);
         const martini_method_id method = slot ? slot->id : 0;
         if (method == 0) return;
