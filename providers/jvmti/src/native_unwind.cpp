@@ -243,9 +243,9 @@ void NativeUnwind::WalkDwarf(RawSample &s, void *ucontext) {
 // The native frames on top of the stack (RawSample::native): the interrupted address
 // when it is not in the JVM's code, then its callers (above), until one is in the
 // JVM's code: there the Java frames AGCT walks begin. With the frame-pointer chain
-// alone (MARTINI_SAMPLING_UNWIND=fp, and wall-clock mode), code built without frame pointers gives a wrong
-// caller or none; the sampler thread keeps the frames up to the first address that
-// lies in no library (sampling_drain.cpp).
+// alone (MARTINI_SAMPLING_UNWIND=fp, and wall-clock mode), code built without frame
+// pointers gives a wrong caller or none; the sampler thread keeps the frames up to the
+// first address that lies in no library (sampling_drain.cpp).
 void NativeUnwind::Walk(RawSample &s, void *ucontext) {
     s.numNative = 0;
     s.sp = 0;

@@ -132,7 +132,9 @@ void SampleClocks::ArmLocked(Thread &t, pid_t tid) {
     bool kernelStacks = false;
     if (!t.hasTimer && (t.perfFd = core::OpenTaskClock(tid, periodNs, SIGPROF, perfRefused_,
                                                        core::KernelStacksChosen() ? &kernelStacks : nullptr)) >= 0) {
-        if (kernelStacks && (t.ring = core::MapKernelRing(t.perfFd)) != nullptr) core::KernelRings::Register(tid, t.ring);
+        if (kernelStacks && (t.ring = core::MapKernelRing(t.perfFd)) != nullptr) {
+            core::KernelRings::Register(tid, t.ring);
+        }
         return;
     }
     if (!t.hasTimer) {
