@@ -173,8 +173,12 @@ void AddRefsFor(const ParsedClass &pc, const Chosen &chosen, PoolAppender &pool,
     if (!chosen.sites.empty()) AddRefs(pool, refs, {Probe::kInteraction, Probe::kInteractionStatic});
     if (!chosen.arrays.empty()) AddRefs(pool, refs, {Probe::kAllocArray});
     if (chosen.coverage) {
-        AddRefs(pool, refs, {Probe::kCounters});
-        refs.longArray = pool.Class("[J");
+        if (chosen.layout.callsOnly()) {
+            AddRefs(pool, refs, {Probe::kCount});
+        } else {
+            AddRefs(pool, refs, {Probe::kCounters});
+            refs.longArray = pool.Class("[J");
+        }
     }
 }
 

@@ -85,9 +85,11 @@
 // and a switch with more than one such target is not counted. The
 // method's entries are block 0's count, or counted at the method start when a jump
 // reaches offset 0. The selector may ask for the calls alone (CallsOnly: one counter,
-// added to at the method start, and nothing else). The N counters are the calling thread's own long[] (so no add is
-// lost), asked for once per call and kept in a new local L right past max_locals
-// (spilled site arguments go after it):
+// the method's only probe `push M; invokestatic <probes>.count(I)V` at its start, which
+// adds to the calling thread's count; no local, the frames unchanged). Otherwise the N
+// counters are the calling thread's own long[] (so no add is lost), asked for once per
+// call and kept in a new local L right past max_locals (spilled site arguments go after
+// it):
 //   at the method start:           push M; push N; invokestatic <probes>.counters(II)[J; astore L
 //                                  (branches to old 0 land after it)
 //   each add, with no call:        aload L; push k; dup2; laload; lconst_1; ladd; lastore

@@ -567,6 +567,16 @@ std::vector<VType> InitialLocals(const ParsedClass &pc, const MethodDecl &d, Poo
 
 void PlanCoverage(const MethodCode &mc, const CoverageLayout &layout, std::uint32_t index, std::vector<VType> initial,
                   const ProbeRefs &refs, MethodEdit &edit) {
+    if (layout.callsOnly()) {
+        // The calls alone: push M; invokestatic <probes>.count(I)V, nothing else.
+        edit.insertions.push_back({Placement::kMethodStart, 0, IntSize(index) + 3, 1, 0,
+                                   [index, method = refs[Probe::kCount]](Writer &w, PoolAppender &pool) {
+                                       EmitInt(w, index, pool);
+                                       w.U1(kInvokestatic);
+                                       w.U2(method);
+                                   }});
+        return;
+    }
     const unsigned local = mc.code.maxLocals;
     if (local + 1 > 0xffff) throw SkipMethod("max_locals would exceed 65535 with the coverage counters");
     if (layout.Counters() > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max())) {

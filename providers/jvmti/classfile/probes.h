@@ -29,8 +29,9 @@ enum class Probe : std::size_t {
     kInteraction,
     kInteractionStatic,
     kCounters,
+    kCount,
 };
-inline constexpr std::size_t kProbeCount = 10;
+inline constexpr std::size_t kProbeCount = 11;
 
 constexpr std::size_t ProbeIndex(Probe p) { return static_cast<std::size_t>(p); }
 
@@ -57,6 +58,9 @@ inline constexpr std::array<ProbeMethod, kProbeCount> kProbeMethods = {{
     // Coverage: the calling thread's counters of a covered method (Java, compiled
     // inline; the method adds to them without a call).
     {Probe::kCounters, "counters", "(II)[J", false, false},
+    // Coverage of calls alone: one more to the calling thread's count of a method's
+    // calls (Java, compiled inline), the method's only probe.
+    {Probe::kCount, "count", "(I)V", false, false},
 }};
 
 constexpr bool ProbeRowsInEnumOrder() {

@@ -19,11 +19,12 @@ bool Coverage::Start(JNIEnv *jni, jclass probes) {
     if (!wanted_ || totals_ != nullptr) return wanted_;
     jmethodID totals = jni->GetStaticMethodID(probes, "totals", "(II)[J");
     jmethodID counters = totals ? jni->GetStaticMethodID(probes, "counters", "(II)[J") : nullptr;
-    probes_ = counters ? static_cast<jclass>(jni->NewGlobalRef(probes)) : nullptr;
+    jmethodID count = counters ? jni->GetStaticMethodID(probes, "count", "(I)V") : nullptr;
+    probes_ = count ? static_cast<jclass>(jni->NewGlobalRef(probes)) : nullptr;
     if (probes_ == nullptr) {
         if (jni->ExceptionCheck()) jni->ExceptionClear();
-        core::LogLine("coverage: martini-probes.jar has no Probes.counters and totals (a jar of another version?): "
-                      "no coverage counts");
+        core::LogLine("coverage: martini-probes.jar has no Probes.counters, count and totals (a jar of another "
+                      "version?): no coverage counts");
         wanted_ = false;
         return false;
     }

@@ -116,6 +116,26 @@ public final class Probes {
         return countersOf(method, size);
     }
 
+    /**
+     * At the start of a method covered for its calls alone: one more to this thread's
+     * count of them (the method's only counter). The same lookup as counters, so that
+     * the method needs no local and no add of its own.
+     */
+    public static void count(int method) {
+        final Counts c = last;
+        if (c.owner == Thread.currentThread()) {
+            final long[][] methods = c.methods;
+            if (method < methods.length) {
+                final long[] a = methods[method];
+                if (a != null && a.length != 0) {
+                    a[0]++;
+                    return;
+                }
+            }
+        }
+        countersOf(method, 1)[0]++;
+    }
+
     /** Not the last thread, or its first call of the method: the table. */
     private static long[] countersOf(int method, int size) {
         final Thread t = Thread.currentThread();
