@@ -8,19 +8,22 @@
 //                        Stop, and the signal handler;
 //   sample_clocks.h      what sends the signal: a perf task-clock event or a POSIX CPU
 //                        timer per thread (CPU mode), or the sampler thread's tgkill to
-//                        every thread (wall mode); the rate and mode;
+//                        every thread (wall mode); the rate and mode; the perf events'
+//                        kernel call-chain rings (martini-core's kernel_stacks.h);
 //   code_map.h           where the JVM's code is (the handler's lock-free check, the
 //                        sampler thread's compiled method at an address);
-//   native_unwind.h      the native frames above the Java ones, and a walk AGCT gave
-//                        up on retried from the caller;
+//   native_unwind.h      the native frames above the Java ones (libunwind up to
+//                        libjvm, then frame pointers), and a walk AGCT gave up on
+//                        retried from the caller;
 //   sampling_drain.cpp   the sampler thread: drains the ring, names the frames, raises
 //                        SampleHit; the summary at VMDeath;
 // and the ring between the handler and the sampler thread is martini-core's
 // core::SampleRing (sampling_shared.h: the slot and the counters both sides touch).
 //
-// The handler takes no lock, allocates nothing and calls no client: it claims a slot
-// of the preallocated ring (one compare-and-swap), lets AGCT fill the slot's frames
-// and publishes it. The sampler thread (attached to the JVM as a daemon) takes the
+// The handler takes no lock of its own (libunwind takes its cache's, with signals
+// blocked), allocates nothing and calls no client: it claims a slot of the
+// preallocated ring (one compare-and-swap), lets AGCT fill the slot's frames, takes
+// the kernel's frames from the thread's perf ring, and publishes it. The sampler thread (attached to the JVM as a daemon) takes the
 // published slots every 5 to 100 ms (as long as a quarter of the ring takes to fill
 // at the rate asked for), turns jmethodIDs into method ids and bytecode indexes into
 // lines, and raises SampleHit there, in time order within each batch. A sample AGCT
