@@ -118,22 +118,11 @@ public final class Probes {
 
     /**
      * At the start of a method covered for its calls alone: one more to this thread's
-     * count of them (the method's only counter). The same lookup as counters, so that
-     * the method needs no local and no add of its own.
+     * count of them (the method's only counter), through counters, so that the method
+     * needs no local and no add of its own.
      */
     public static void count(int method) {
-        final Counts c = last;
-        if (c.owner == Thread.currentThread()) {
-            final long[][] methods = c.methods;
-            if (method < methods.length) {
-                final long[] a = methods[method];
-                if (a != null && a.length != 0) {
-                    a[0]++;
-                    return;
-                }
-            }
-        }
-        countersOf(method, 1)[0]++;
+        counters(method, 1)[0]++;
     }
 
     /** Not the last thread, or its first call of the method: the table. */
