@@ -117,97 +117,138 @@ bool NativeSymbols::FindMapping(std::uintptr_t address, Mapping &out) {
     return find();
 }
 
-// The function symbols of both tables, and `bias`: what turns an address of the mapping
-// `m` into the file's virtual address (from the PT_LOAD segment holding its offset).
-void NativeSymbols::ReadSymbols(Library &lib, const Mapping &m) {
-    lib.read = true;
-    const int fd = ::open(lib.path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return;
-    Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
-    if (elf != nullptr && elf_kind(elf) == ELF_K_ELF) {
-        std::size_t phnum = 0;
-        if (elf_getphdrnum(elf, &phnum) == 0) {
-            for (std::size_t i = 0; i < phnum; ++i) {
-                GElf_Phdr ph;
-                if (gelf_getphdr(elf, static_cast<int>(i), &ph) == nullptr || ph.p_type != PT_LOAD) continue;
-                if (m.fileOffset >= ph.p_offset && m.fileOffset < ph.p_offset + std::max(ph.p_filesz, GElf_Xword{1})) {
-                    lib.bias = m.start - m.fileOffset + ph.p_offset - ph.p_vaddr;
-                    break;
-                }
-            }
-        }
-        for (Elf_Scn *scn = elf_nextscn(elf, nullptr); scn != nullptr; scn = elf_nextscn(elf, scn)) {
-            GElf_Shdr sh;
-            if (gelf_getshdr(scn, &sh) == nullptr || (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM)) continue;
-            Elf_Data *data = elf_getdata(scn, nullptr);
-            if (data == nullptr || sh.sh_entsize == 0) continue;
-            const std::size_t count = sh.sh_size / sh.sh_entsize;
-            for (std::size_t i = 0; i < count; ++i) {
-                GElf_Sym sym;
-                if (gelf_getsym(data, static_cast<int>(i), &sym) == nullptr) continue;
-                if (GELF_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_value == 0 || sym.st_shndx == SHN_UNDEF) continue;
-                const char *name = elf_strptr(elf, sh.sh_link, sym.st_name);
-                if (name == nullptr || *name == '\0') continue;
-                lib.symbols.push_back({sym.st_value, sym.st_size, static_cast<std::uint32_t>(lib.names.size())});
-                lib.names.append(name).push_back('\0');
-            }
+NativeSymbols::Library::~Library() {
+    if (elf != nullptr) elf_end(elf);
+    if (fd >= 0) ::close(fd);
+}
+
+namespace {
+
+// The file's virtual address of the PT_LOAD segment holding `fileOffset`, minus its
+// offset: what `bias` adds to (0 when no segment holds it).
+std::uint64_t SegmentDelta(Elf *elf, std::uint64_t fileOffset, bool &found) {
+    std::size_t phnum = 0;
+    found = false;
+    if (elf_getphdrnum(elf, &phnum) != 0) return 0;
+    for (std::size_t i = 0; i < phnum; ++i) {
+        GElf_Phdr ph;
+        if (gelf_getphdr(elf, static_cast<int>(i), &ph) == nullptr || ph.p_type != PT_LOAD) continue;
+        if (fileOffset >= ph.p_offset && fileOffset < ph.p_offset + std::max(ph.p_filesz, GElf_Xword{1})) {
+            found = true;
+            return ph.p_vaddr - ph.p_offset;
         }
     }
-    const std::vector<std::uint64_t> starts =
-        elf != nullptr && elf_kind(elf) == ELF_K_ELF ? FunctionStarts(elf) : std::vector<std::uint64_t>{};
-    if (elf != nullptr) elf_end(elf);
-    ::close(fd);
+    return 0;
+}
+
+}  // namespace
+
+// The function symbols of .symtab (a superset of .dynsym's), or of .dynsym in a
+// stripped file, and `bias`: what turns an address of the mapping `m` into the file's
+// virtual address (from the PT_LOAD segment holding its offset). The names stay in
+// libelf's mapping of the file, which the library keeps open.
+void NativeSymbols::ReadSymbols(Library &lib, const Mapping &m) {
+    lib.read = true;
+    lib.fd = ::open(lib.path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (lib.fd < 0) return;
+    lib.elf = elf_begin(lib.fd, ELF_C_READ_MMAP, nullptr);
+    Elf *elf = lib.elf;
+    if (elf == nullptr || elf_kind(elf) != ELF_K_ELF) return;
+    bool found = false;
+    const std::uint64_t delta = SegmentDelta(elf, m.fileOffset, found);
+    if (found) lib.bias = m.start - m.fileOffset - delta;
+    Elf_Scn *table = nullptr;
+    for (Elf_Scn *scn = elf_nextscn(elf, nullptr); scn != nullptr; scn = elf_nextscn(elf, scn)) {
+        GElf_Shdr sh;
+        if (gelf_getshdr(scn, &sh) == nullptr) continue;
+        if (sh.sh_type == SHT_SYMTAB) {
+            table = scn;
+            break;
+        }
+        if (sh.sh_type == SHT_DYNSYM) table = scn;
+    }
+    GElf_Shdr sh;
+    Elf_Data *data = table != nullptr && gelf_getshdr(table, &sh) != nullptr ? elf_getdata(table, nullptr) : nullptr;
+    if (data != nullptr && sh.sh_entsize != 0) {
+        const std::size_t count = sh.sh_size / sh.sh_entsize;
+        lib.symbols.reserve(count / 2);
+        for (std::size_t i = 0; i < count; ++i) {
+            GElf_Sym sym;
+            if (gelf_getsym(data, static_cast<int>(i), &sym) == nullptr) continue;
+            if (GELF_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_value == 0 || sym.st_shndx == SHN_UNDEF) continue;
+            const char *name = elf_strptr(elf, sh.sh_link, sym.st_name);
+            if (name == nullptr || *name == '\0') continue;
+            lib.symbols.push_back({sym.st_value, sym.st_size, name});
+        }
+    }
+    const std::vector<std::uint64_t> starts = FunctionStarts(elf);
     auto byStart = [](const Symbol &a, const Symbol &b) { return a.start != b.start ? a.start < b.start : a.size > b.size; };
     std::sort(lib.symbols.begin(), lib.symbols.end(), byStart);
-    // .symtab and .dynsym name most functions twice: one entry per start.
+    // Aliases name a function more than once: one entry per start.
     lib.symbols.erase(std::unique(lib.symbols.begin(), lib.symbols.end(),
                                   [](const Symbol &a, const Symbol &b) { return a.start == b.start; }),
                       lib.symbols.end());
     // Functions no symbol names (a stripped library's internal ones) still have their
     // unwind entries: each becomes "library+0xSTART", so one function is one frame
-    // whatever the address inside it.
+    // whatever the address inside it. Both lists are sorted: one merge pass.
     std::vector<Symbol> unnamed;
+    auto named = lib.symbols.begin();
     for (std::size_t i = 0; i < starts.size(); ++i) {
         const std::uint64_t start = starts[i];
-        auto it = std::upper_bound(lib.symbols.begin(), lib.symbols.end(), start,
-                                   [](std::uint64_t a, const Symbol &s) { return a < s.start; });
-        if (it != lib.symbols.begin()) {
-            const Symbol &s = *std::prev(it);
+        while (named != lib.symbols.end() && named->start <= start) ++named;
+        if (named != lib.symbols.begin()) {
+            const Symbol &s = *std::prev(named);
             if (start == s.start || (s.size != 0 && start < s.start + s.size)) continue;
         }
         const std::uint64_t end = i + 1 < starts.size() ? starts[i + 1] : start;
-        unnamed.push_back({start, end > start ? end - start : 0, kUnnamed});
+        unnamed.push_back({start, end > start ? end - start : 0, nullptr});
     }
-    lib.symbols.insert(lib.symbols.end(), unnamed.begin(), unnamed.end());
-    std::sort(lib.symbols.begin(), lib.symbols.end(), byStart);
+    if (unnamed.empty()) return;
+    const auto middle = lib.symbols.insert(lib.symbols.end(), unnamed.begin(), unnamed.end());
+    std::inplace_merge(lib.symbols.begin(), middle, lib.symbols.end(), byStart);
 }
 
 // The kernel's text: the upper half of the address space on x86-64 and AArch64.
 constexpr std::uint64_t kKernelSpace = 0xffff800000000000ull;
 
+// /proc/kallsyms's text symbols, read in 64 KiB pieces (the kernel makes the text as
+// it is read; there is no size to ask first): "ffffffff81d7f390 T vfs_read", or
+// "... t nf_hook_slow\t[nf_tables]" for a module's, kept as "nf_hook_slow [nf_tables]".
 void NativeSymbols::ReadKernelSymbols() {
     kernel_.read = true;
     kernel_.base = "[kernel]";
-    std::FILE *f = std::fopen("/proc/kallsyms", "re");
-    if (f == nullptr) return;
-    char line[512];
-    while (std::fgets(line, sizeof line, f) != nullptr) {
-        // "ffffffff81d7f390 T vfs_read" or "... t nf_hook_slow\t[nf_tables]"
-        unsigned long long start = 0;
-        char type = 0;
-        int consumed = 0;
-        if (std::sscanf(line, "%llx %c %n", &start, &type, &consumed) < 2 || start == 0) continue;
-        if (type != 't' && type != 'T' && type != 'w' && type != 'W') continue;
-        std::string name(line + consumed);
-        while (!name.empty() && (name.back() == '\n' || name.back() == ' ')) name.pop_back();
-        if (const auto tab = name.find('\t'); tab != std::string::npos) {
-            // A module's: "name\t[module]" as "name [module]".
-            name[tab] = ' ';
+    const int fd = ::open("/proc/kallsyms", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    std::string &names = kernel_.names;
+    names.reserve(4u << 20);
+    std::vector<std::pair<std::uint64_t, std::size_t>> found;  // start, name's offset in `names`
+    found.reserve(1u << 17);
+    static constexpr std::size_t kChunk = 64 * 1024;
+    std::vector<char> buffer(kChunk + 512);
+    std::size_t kept = 0;  // an unfinished line's bytes at the buffer's start
+    for (;;) {
+        const ssize_t n = ::read(fd, buffer.data() + kept, buffer.size() - kept);
+        if (n <= 0) break;
+        char *p = buffer.data();
+        char *const end = p + kept + static_cast<std::size_t>(n);
+        for (char *eol; (eol = static_cast<char *>(std::memchr(p, '\n', static_cast<std::size_t>(end - p)))); p = eol + 1) {
+            char *after = nullptr;
+            const std::uint64_t start = std::strtoull(p, &after, 16);
+            if (start == 0 || after + 3 >= eol || after[0] != ' ' || after[2] != ' ') continue;
+            if (after[1] != 't' && after[1] != 'T' && after[1] != 'w' && after[1] != 'W') continue;
+            const char *name = after + 3;
+            found.emplace_back(start, names.size());
+            names.append(name, static_cast<std::size_t>(eol - name));
+            if (const auto tab = names.find('\t', found.back().second); tab != std::string::npos) names[tab] = ' ';
+            names.push_back('\0');
         }
-        kernel_.symbols.push_back({start, 0, static_cast<std::uint32_t>(kernel_.names.size())});
-        kernel_.names.append(name).push_back('\0');
+        kept = static_cast<std::size_t>(end - p);
+        if (kept >= kChunk) kept = 0;  // a line longer than any symbol's: dropped
+        std::memmove(buffer.data(), p, kept);
     }
-    std::fclose(f);
+    ::close(fd);
+    kernel_.symbols.reserve(found.size());
+    for (const auto &[start, name] : found) kernel_.symbols.push_back({start, 0, names.c_str() + name});
     std::sort(kernel_.symbols.begin(), kernel_.symbols.end(),
               [](const Symbol &a, const Symbol &b) { return a.start < b.start; });
 }
@@ -218,7 +259,7 @@ void NativeSymbols::LookupKernel(std::uintptr_t address, NativeFrame &frame) {
     frame.offset = address;
     auto it = std::upper_bound(kernel_.symbols.begin(), kernel_.symbols.end(), std::uint64_t{address},
                                [](std::uint64_t a, const Symbol &s) { return a < s.start; });
-    frame.symbol = it != kernel_.symbols.begin() ? std::string(kernel_.names.c_str() + std::prev(it)->name)
+    frame.symbol = it != kernel_.symbols.begin() ? std::string(std::prev(it)->name)
                                                  : std::string("(a function: kptr_restrict hides the kernel's addresses)");
 }
 
@@ -241,7 +282,7 @@ bool NativeSymbols::Lookup(std::uintptr_t address, NativeFrame &frame) {
     if (it != lib.symbols.begin()) {
         const Symbol &s = *std::prev(it);
         const bool inside = s.size != 0 ? vaddr < s.start + s.size : (it == lib.symbols.end() || vaddr < it->start);
-        if (inside) frame.symbol = s.name == kUnnamed ? lib.base + "+" + Hex(s.start) : Demangled(lib.names.c_str() + s.name);
+        if (inside) frame.symbol = s.name == nullptr ? lib.base + "+" + Hex(s.start) : Demangled(s.name);
     }
     if (frame.symbol.empty()) frame.symbol = lib.base + "+" + Hex(vaddr);
     return true;

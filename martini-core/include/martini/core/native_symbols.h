@@ -19,6 +19,8 @@
 #include <unordered_map>
 #include <vector>
 
+struct Elf;
+
 namespace martini::core {
 
 struct NativeFrame {
@@ -41,15 +43,20 @@ public:
 private:
     struct Symbol {
         std::uint64_t start, size;  // file's virtual addresses
-        std::uint32_t name;         // index into Library::names; kUnnamed: a function without a symbol
+        const char *name;           // in the library's mapped string table or `names`; null: no symbol
     };
-    static constexpr std::uint32_t kUnnamed = 0xffffffffu;
     struct Library {
+        Library() = default;
+        Library(const Library &) = delete;
+        Library &operator=(const Library &) = delete;
+        ~Library();
         std::string path, base;
         bool read = false;
         std::uint64_t bias = 0;  // load address minus the file's first PT_LOAD address
         std::vector<Symbol> symbols;  // sorted by start
-        std::string names;            // NUL-separated
+        std::string names;  // the kernel's: /proc/kallsyms as read, its lines cut into names in place
+        Elf *elf = nullptr;  // kept open: the symbols' names are in its mapping of the file
+        int fd = -1;
     };
     struct Mapping {
         std::uintptr_t start, end;
