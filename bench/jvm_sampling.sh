@@ -25,6 +25,10 @@
 #   sample-1k-nokernel   without the kernel's call chains (MARTINI_SAMPLING_KERNEL=0): their cost apart
 #   sample-1k-fp     native callers by the frame-pointer chain alone (MARTINI_SAMPLING_UNWIND=fp), not
 #                    the unwind tables: what DWARF unwinding costs
+#   sample-100-nokernel, sample-100-fp  the same two at 100 Hz
+#   sample-1k-empty, sample-100-empty  the clocks and their signals with a handler that
+#                returns at once (MARTINI_SAMPLING_HANDLER=empty): the floor under the
+#                sampler's own work (bench/signal_floor.sh measures it without a JVM)
 #   sample-1     cgprof=sample=1: everything sampling switches on, next to no samples
 #   sample-1-events, sample-100-events  the same with CompiledMethodLoad events for the
 #                debug information (MARTINI_SAMPLING_DEBUG_INFO=events, the fallback)
@@ -57,7 +61,7 @@ echo "javac on $(wc -l <"$work/sources.txt") files" >&2
 
 
 configs=(plain sample-100 sample-1k wall-100 jfr-profile)
-all=" plain-again sample-100 sample-1k wall-100 jfr-profile sample-100-nofiles debug-info sample-100-timer sample-1k-timer sample-1 sample-1-events sample-100-events sample-1k-nonative sample-100-nonative sample-1k-nokernel sample-1k-fp sample-100-fp sample-100-nokernel "
+all=" plain-again sample-100 sample-1k wall-100 jfr-profile sample-100-nofiles debug-info sample-100-timer sample-1k-timer sample-1 sample-1-events sample-100-events sample-1k-nonative sample-100-nonative sample-1k-nokernel sample-1k-fp sample-100-fp sample-100-nokernel sample-1k-empty sample-100-empty "
 if [ -n "${CONFIGS:-}" ]; then  # a subset: CONFIGS="sample-100 jfr-profile" (plain is always run)
   read -r -a chosen <<<"$CONFIGS"
   configs=(plain)
@@ -75,6 +79,7 @@ args_for() {  # -timer, -events, -nonative, -nokernel and -fp change the environ
   base=${base%-nonative}
   base=${base%-nokernel}
   base=${base%-fp}
+  base=${base%-empty}
   case $base in
     plain | plain-again) ;;
     sample-1) echo "-agentpath:$agent=cgprof=sample=1,top=0,out=$work/cg" ;;
@@ -108,7 +113,9 @@ for ((r = 1; r <= reps; r++)); do
     [ "${c%-nokernel}" != "$c" ] && kernel=0
     unwind=dwarf
     [ "${c%-fp}" != "$c" ] && unwind=fp
-    { time MARTINI_SAMPLING_UNWIND=$unwind MARTINI_SAMPLING_KERNEL=$kernel MARTINI_SAMPLING_NATIVE=$native MARTINI_SAMPLING_CLOCK=$clock MARTINI_SAMPLING_DEBUG_INFO=$debug javac_cmd $(args_for "$c") >/dev/null 2>"$work/err"; } 2>"$work/time" ||
+    handler=full
+    [ "${c%-empty}" != "$c" ] && handler=empty
+    { time MARTINI_SAMPLING_HANDLER=$handler MARTINI_SAMPLING_UNWIND=$unwind MARTINI_SAMPLING_KERNEL=$kernel MARTINI_SAMPLING_NATIVE=$native MARTINI_SAMPLING_CLOCK=$clock MARTINI_SAMPLING_DEBUG_INFO=$debug javac_cmd $(args_for "$c") >/dev/null 2>"$work/err"; } 2>"$work/time" ||
       { cat "$work/err"; exit 1; }
     read -r real user sys <"$work/time"
     spent[$c]=$(grep -o 'CPU spent: .*' "$work/err" || true)  # the agent's own account, last round's

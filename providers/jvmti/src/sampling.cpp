@@ -29,11 +29,15 @@ using namespace sampling;
 
 namespace {
 
+bool gEmptyHandler = false;  // MARTINI_SAMPLING_HANDLER=empty: the signals alone (bench/jvm_sampling.sh)
+
 // The signal handler: async-signal-safe throughout (TLS reads, atomics, AGCT, rdtsc
 // or clock_gettime, gettid).
 void OnSignal(int, siginfo_t *info, void *ucontext) {
     const int savedErrno = errno;
-    if (Sampling::Running()) {
+    if (gEmptyHandler) {
+        gTaken.fetch_add(1, std::memory_order_relaxed);
+    } else if (Sampling::Running()) {
         const std::uint64_t entered = NowNs();
         JNIEnv *jni = nullptr;
         const AgctFn agct = gAgct.load(std::memory_order_relaxed);
@@ -181,6 +185,7 @@ std::string Sampling::Start(JNIEnv *) {
     (void)NativeUnwind::Dwarf();
     NativeUnwind::NoteJvmText();
     (void)core::KernelStacksChosen();
+    if (const char *h = std::getenv("MARTINI_SAMPLING_HANDLER")) gEmptyHandler = std::strcmp(h, "empty") == 0;
     std::lock_guard control(controlMutex_);
     if (running_.load(std::memory_order_acquire)) return "";
     if (gAgct.load() == nullptr) {
