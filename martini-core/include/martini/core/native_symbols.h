@@ -1,6 +1,6 @@
 // Native code by name: the library an address of this process lies in (from
-// /proc/self/maps) and the function around it, from the library's ELF symbol tables
-// (.symtab when the file has one, as libjvm.so does, and .dynsym), read once per
+// /proc/self/maps) and the function around it, from the library's ELF symbol table
+// (.symtab when the file has one, as libjvm.so does, else .dynsym), read once per
 // library with Debian's libelf; C++ names demangled. A function without a symbol (a
 // stripped library's internal ones) is named by the library and the offset of its
 // start, from the unwind table .eh_frame_hdr ("libc.so.6+0x16e040"); an address in
