@@ -14,6 +14,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +22,7 @@
 #include <memory>
 #include <string>
 #include <unistd.h>
+#include <vector>
 
 using namespace Martini::MPI;
 using martini::core::Clock;
@@ -34,7 +36,8 @@ class BenchProvider final : public Provider {
 public:
     RuntimeDescription Describe() const override { return {RT_UNKNOWN, "client_bench", "0"}; }
     bool CanRaise(TEventType e) const noexcept override {
-        return e == EV_METHOD_ENTER || e == EV_METHOD_LEAVE || e == EV_VM_INIT || e == EV_VM_SHUTDOWN;
+        return e == EV_METHOD_ENTER || e == EV_METHOD_LEAVE || e == EV_VM_INIT || e == EV_VM_SHUTDOWN ||
+               e == EV_SAMPLE_HIT;
     }
 };
 
@@ -116,6 +119,54 @@ BENCHMARK_CAPTURE(BM_Client, count_only, "count_only", "");
 BENCHMARK_CAPTURE(BM_Client, callcount, "callcount", "top=1,out=/dev/null");
 BENCHMARK_CAPTURE(BM_Client, cgprof_counts, "cgprof", "counts,top=0,formats=none");
 BENCHMARK_CAPTURE(BM_Client, cgprof_time, "cgprof", "top=0,formats=none,trace=0");
+
+// cgprof's sample mode: one SampleHit a iteration, its stack one of 4,096 of 20 to 60
+// frames from 2,000 methods, shared from the root with a few others (as a JIT
+// compiler's stacks are), from four threads in turn: the tree's lookups, on the
+// sampler thread.
+void BM_CgprofSamples(benchmark::State &state) {
+    static std::unique_ptr<Setup> keep;
+    auto setup = std::make_unique<Setup>("cgprof", "sample=1000,top=0,formats=none,trace=0");
+    if (!setup->ok) {
+        state.SkipWithError("cannot load cgprof (set MARTINI_BENCH_CLIENTS)");
+        return;
+    }
+    constexpr std::size_t kStacks = 4096;
+    std::vector<std::vector<SStackEntry>> stacks(kStacks);
+    std::uint64_t seed = 88172645463325252ull;
+    auto next = [&seed] {  // xorshift64
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        return seed;
+    };
+    for (std::size_t k = 0; k < kStacks; ++k) {
+        const std::size_t depth = 20 + next() % 41;
+        const std::size_t shared = next() % depth;  // the frames from the root shared with stack k / 8's
+        const std::vector<SStackEntry> &like = stacks[k / 8];
+        std::vector<SStackEntry> &stack = stacks[k];
+        for (std::size_t d = 0; d < depth; ++d) {  // root first here, reversed below
+            const std::size_t from = like.size() - 1 - std::min(d, like.size() - 1);
+            const TId method = k >= 8 && d < shared && d < like.size() ? like[from].methodId : 100 + next() % 2000;
+            stack.push_back({method, ~0u, static_cast<unsigned>(1 + next() % 50)});
+        }
+        std::reverse(stack.begin(), stack.end());
+    }
+    Core &core = setup->core;
+    std::size_t k = 0;
+    for (auto _ : state) {
+        SSampleHitEventData d;
+        d.threadId = 1 + k % 4;
+        d.validData = DR_THREAD_ID | DR_VM_CALL_STACK;
+        std::vector<SStackEntry> &stack = stacks[k++ % kStacks];
+        d.stackTrace.entries = stack.data();
+        d.stackTrace.uiSize = static_cast<unsigned>(stack.size());
+        core.Raise<ISampleHitEventObserver>(d);
+    }
+    state.SetItemsProcessed(state.iterations());
+    keep = std::move(setup);
+}
+BENCHMARK(BM_CgprofSamples);
 
 void BM_ClockTsc(benchmark::State &state) {
     Clock::Calibrate();

@@ -38,10 +38,49 @@ constexpr TId kNotWalkable = ~TId{0};
 constexpr TId kCut = ~TId{0} - 1;
 constexpr TId kBeyond = ~TId{0} - 2;
 
-struct PairHash {
-    std::size_t operator()(const std::pair<std::uint32_t, TId> &k) const noexcept {
-        return std::hash<std::uint64_t>()(k.second * 0x9E3779B97F4A7C15ull ^ k.first);
+// The children of every node of a tree by (parent, method): open addressing with
+// linear probes in one array, so that a lookup is about one cache miss (the sampler
+// thread's top cost was std::unordered_map's node chase here). Child 0 marks a free
+// slot: the root is nobody's child.
+class ChildIndex {
+public:
+    std::uint32_t Find(std::uint32_t parent, TId method) const {
+        if (slots_.empty()) return kNone;
+        for (std::size_t i = Home(parent, method);; i = (i + 1) & (slots_.size() - 1)) {
+            const Slot &s = slots_[i];
+            if (s.child == 0) return kNone;
+            if (s.parent == parent && s.method == method) return s.child;
+        }
     }
+    void Add(std::uint32_t parent, TId method, std::uint32_t child) {
+        if ((used_ + 1) * 2 > slots_.size()) Grow();
+        Place({method, parent, child});
+        ++used_;
+    }
+
+private:
+    struct Slot {
+        TId method;
+        std::uint32_t parent, child;
+    };
+    std::size_t Home(std::uint32_t parent, TId method) const {
+        const std::uint64_t h = (method ^ (std::uint64_t{parent} << 32 | parent)) * 0x9E3779B97F4A7C15ull;
+        return static_cast<std::size_t>(h >> 32) & (slots_.size() - 1);
+    }
+    void Place(const Slot &slot) {
+        std::size_t i = Home(slot.parent, slot.method);
+        while (slots_[i].child != 0) i = (i + 1) & (slots_.size() - 1);
+        slots_[i] = slot;
+    }
+    void Grow() {
+        std::vector<Slot> old(std::max<std::size_t>(64, slots_.size() * 2), Slot{0, 0, 0});
+        old.swap(slots_);
+        for (const Slot &s : old) {
+            if (s.child != 0) Place(s);
+        }
+    }
+    std::vector<Slot> slots_;  // a power of two, at most half full
+    std::size_t used_ = 0;
 };
 
 struct SampleNode {
@@ -70,7 +109,7 @@ struct Stamp {
 struct SampleTree {
     TId threadId = 0;
     std::vector<SampleNode> nodes{SampleNode{}};  // nodes[0]: the root
-    std::unordered_map<std::pair<std::uint32_t, TId>, std::uint32_t, PairHash> children;
+    ChildIndex children;
     std::uint64_t samples = 0;
     // The previous sample's nodes from `pathStart` down: a sample shares most of its
     // frames from the root with the one before, which are then found without a lookup.
@@ -79,12 +118,11 @@ struct SampleTree {
     // The child of `parent` for `method`, made while the tree holds fewer than
     // `budget` nodes; kNone past it.
     std::uint32_t Child(std::uint32_t parent, TId method, std::size_t budget) {
-        auto it = children.find({parent, method});
-        if (it != children.end()) return it->second;
+        if (const std::uint32_t found = children.Find(parent, method); found != kNone) return found;
         if (nodes.size() >= budget) return kNone;
         const auto index = static_cast<std::uint32_t>(nodes.size());
         nodes.push_back({method, parent, 0, 0, {}});
-        children.emplace(std::pair{parent, method}, index);
+        children.Add(parent, method, index);
         return index;
     }
 };

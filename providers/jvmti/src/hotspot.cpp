@@ -72,13 +72,41 @@ std::uint64_t TypeSize(const char *type) {
     }
 }
 
-// Reads the JVM's memory without trusting the address: EFAULT instead of a fault.
+// Reads the JVM's memory without trusting the addresses: EFAULT instead of a fault.
+// Several reads in one system call (the sampler thread names a compiled frame with a
+// few dozen of them); true only when every one was read whole.
+pid_t OwnPid() {
+    static const pid_t pid = getpid();
+    return pid;
+}
+
+struct Read {
+    std::uintptr_t address;
+    void *to;
+    std::size_t size;
+};
+
+template <std::size_t N>
+bool PeekAll(const Read (&reads)[N]) {
+    iovec local[N], remote[N];
+    std::size_t total = 0;
+    for (std::size_t i = 0; i < N; ++i) {
+        if (reads[i].address == 0) return false;
+        local[i] = {reads[i].to, reads[i].size};
+        remote[i] = {reinterpret_cast<void *>(reads[i].address), reads[i].size};
+        total += reads[i].size;
+    }
+    return process_vm_readv(OwnPid(), local, N, remote, N, 0) == static_cast<ssize_t>(total);
+}
+
 template <class T>
 bool Peek(std::uintptr_t address, T &out) {
-    if (address == 0) return false;
-    iovec local{&out, sizeof(T)};
-    iovec remote{reinterpret_cast<void *>(address), sizeof(T)};
-    return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == static_cast<ssize_t>(sizeof(T));
+    return PeekAll({Read{address, &out, sizeof(T)}});
+}
+
+template <class T>
+Read Of(std::uintptr_t address, T &out) {
+    return {address, &out, sizeof(T)};
 }
 
 // The code heaps' layout and the path from a compiled method to its jmethodID.
@@ -140,9 +168,9 @@ std::atomic<std::uintptr_t> gCodeLow{0}, gCodeHigh{0};
 std::uintptr_t BlockOf(const CodeLayout &l, std::uintptr_t heap, std::uintptr_t pc) {
     std::uintptr_t low = 0, high = 0, lowBoundary = 0, map = 0;
     int log2 = 0;
-    if (!Peek(heap + l.memory.offset + l.vsLow.offset, low) || !Peek(heap + l.memory.offset + l.vsHigh.offset, high) ||
-        !Peek(heap + l.memory.offset + l.vsLowBoundary.offset, lowBoundary) ||
-        !Peek(heap + l.segmap.offset + l.vsLow.offset, map) || !Peek(heap + l.log2Segment.offset, log2)) {
+    if (!PeekAll({Of(heap + l.memory.offset + l.vsLow.offset, low), Of(heap + l.memory.offset + l.vsHigh.offset, high),
+                  Of(heap + l.memory.offset + l.vsLowBoundary.offset, lowBoundary),
+                  Of(heap + l.segmap.offset + l.vsLow.offset, map), Of(heap + l.log2Segment.offset, log2)})) {
         return 0;
     }
     if (pc < lowBoundary || pc >= high || pc < low || log2 <= 0 || log2 > 20 || map == 0) return 0;
@@ -200,14 +228,14 @@ std::uintptr_t BlobAt(const CodeLayout &l, std::uintptr_t pc) {
     if (!l.ok || !InCodeCache(pc)) return 0;
     std::uintptr_t array = 0, data = 0;
     int heaps = 0;
-    if (!Peek(l.heaps.address, array) || !Peek(array + l.arrayLen.offset, heaps) ||
-        !Peek(array + l.arrayData.offset, data) || heaps <= 0 || heaps > 16) {
+    if (!Peek(l.heaps.address, array) || !PeekAll({Of(array + l.arrayLen.offset, heaps), Of(array + l.arrayData.offset, data)}) ||
+        heaps <= 0 || heaps > 16) {
         return 0;
     }
+    std::uintptr_t heap[16] = {};
+    if (!PeekAll({Read{data, heap, static_cast<std::size_t>(heaps) * sizeof(void *)}})) return 0;
     for (int h = 0; h < heaps; ++h) {
-        std::uintptr_t heap = 0;
-        if (!Peek(data + static_cast<std::uintptr_t>(h) * sizeof(void *), heap)) return 0;
-        const std::uintptr_t block = BlockOf(l, heap, pc);
+        const std::uintptr_t block = BlockOf(l, heap[h], pc);
         if (block == 0) continue;
         bool used = false;
         if (!Peek(block + l.header.offset + l.blockUsed.offset, used) || !used) return 0;
@@ -240,24 +268,24 @@ jmethodID CompiledMethodAt(std::uintptr_t pc) {
         if (blob == 0) return nullptr;
         // An nmethod (not a stub, the interpreter or an adapter): its name is the
         // literal every nmethod shares, and `pc` is inside its instructions.
-        std::uintptr_t name = 0, begin = 0, end = 0;
+        std::uintptr_t name = 0, begin = 0, end = 0, method = 0;
         char text[8] = {};
-        if (!Peek(blob + l.blobName.offset, name) || !Peek(name, text) || std::memcmp(text, "nmethod", 8) != 0 ||
-            !Peek(blob + l.codeBegin.offset, begin) || !Peek(blob + l.codeEnd.offset, end) || pc < begin ||
-            pc >= end) {
+        if (!PeekAll({Of(blob + l.blobName.offset, name), Of(blob + l.codeBegin.offset, begin),
+                      Of(blob + l.codeEnd.offset, end), Of(blob + l.method.offset, method)}) ||
+            !Peek(name, text) || std::memcmp(text, "nmethod", 8) != 0 || pc < begin || pc >= end) {
             return nullptr;
         }
         // Method* -> ConstMethod* -> (ConstantPool* -> InstanceKlass*, idnum) -> the
         // class's jmethodID cache, whose slot idnum + 1 points at the Method*.
-        std::uintptr_t method = 0, constMethod = 0, pool = 0, klass = 0, ids = 0, id = 0, target = 0;
+        std::uintptr_t constMethod = 0, pool = 0, klass = 0, ids = 0, id = 0, target = 0;
         std::uint16_t idnum = 0;
-        if (!Peek(blob + l.method.offset, method) || !Peek(method + l.constMethod.offset, constMethod) ||
-            !Peek(constMethod + l.constants.offset, pool) || !Peek(constMethod + l.idnum.offset, idnum) ||
+        if (!Peek(method + l.constMethod.offset, constMethod) ||
+            !PeekAll({Of(constMethod + l.constants.offset, pool), Of(constMethod + l.idnum.offset, idnum)}) ||
             !Peek(pool + l.poolHolder.offset, klass) || !Peek(klass + l.jmethodIds.offset, ids) || ids == 0) {
             return nullptr;
         }
-        std::uintptr_t length = 0;  // slot 0: how many slots follow
-        if (!Peek(ids, length) || idnum >= length || !Peek(ids + (idnum + 1u) * sizeof(void *), id) ||
+        std::uintptr_t length = 0;  // slot 0: how many slots follow; read with the slot, checked after
+        if (!PeekAll({Of(ids, length), Of(ids + (idnum + 1u) * sizeof(void *), id)}) || idnum >= length ||
             !Peek(id, target) || target != method) {
             return nullptr;
         }
