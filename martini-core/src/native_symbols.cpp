@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <utility>
 
 namespace martini::core {
 
@@ -71,7 +72,7 @@ std::vector<std::uint64_t> FunctionStarts(Elf *elf) {
 
 }  // namespace
 
-NativeSymbols::NativeSymbols() { elf_version(EV_CURRENT); }
+NativeSymbols::NativeSymbols(std::string kallsyms) : kallsymsPath_(std::move(kallsyms)) { elf_version(EV_CURRENT); }
 NativeSymbols::~NativeSymbols() = default;
 
 void NativeSymbols::ReadMaps() {
@@ -217,7 +218,7 @@ constexpr std::uint64_t kKernelSpace = 0xffff800000000000ull;
 void NativeSymbols::ReadKernelSymbols() {
     kernel_.read = true;
     kernel_.base = "[kernel]";
-    const int fd = ::open("/proc/kallsyms", O_RDONLY | O_CLOEXEC);
+    const int fd = ::open(kallsymsPath_.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return;
     std::string &names = kernel_.names;
     names.reserve(4u << 20);
@@ -226,12 +227,18 @@ void NativeSymbols::ReadKernelSymbols() {
     static constexpr std::size_t kChunk = 64 * 1024;
     std::vector<char> buffer(kChunk + 512);
     std::size_t kept = 0;  // an unfinished line's bytes at the buffer's start
-    for (;;) {
-        const ssize_t n = ::read(fd, buffer.data() + kept, buffer.size() - kept);
-        if (n <= 0) break;
+    for (bool end = false; !end;) {
+        ssize_t n = ::read(fd, buffer.data() + kept, buffer.size() - kept);
+        if (n <= 0) {  // the end: a last line without its newline is given one
+            if (kept == 0) break;
+            end = true;
+            buffer[kept] = '\n';
+            n = 1;
+        }
         char *p = buffer.data();
-        char *const end = p + kept + static_cast<std::size_t>(n);
-        for (char *eol; (eol = static_cast<char *>(std::memchr(p, '\n', static_cast<std::size_t>(end - p)))); p = eol + 1) {
+        char *const filled = p + kept + static_cast<std::size_t>(n);
+        for (char *eol; (eol = static_cast<char *>(std::memchr(p, '\n', static_cast<std::size_t>(filled - p))));
+             p = eol + 1) {
             char *after = nullptr;
             const std::uint64_t start = std::strtoull(p, &after, 16);
             if (start == 0 || after + 3 >= eol || after[0] != ' ' || after[2] != ' ') continue;
@@ -242,7 +249,7 @@ void NativeSymbols::ReadKernelSymbols() {
             if (const auto tab = names.find('\t', found.back().second); tab != std::string::npos) names[tab] = ' ';
             names.push_back('\0');
         }
-        kept = static_cast<std::size_t>(end - p);
+        kept = static_cast<std::size_t>(filled - p);
         if (kept >= kChunk) kept = 0;  // a line longer than any symbol's: dropped
         std::memmove(buffer.data(), p, kept);
     }

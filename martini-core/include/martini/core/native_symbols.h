@@ -31,7 +31,8 @@ struct NativeFrame {
 
 class NativeSymbols {
 public:
-    NativeSymbols();
+    // `kallsyms`: where the kernel's symbols are read from (a test's own file).
+    explicit NativeSymbols(std::string kallsyms = "/proc/kallsyms");
     ~NativeSymbols();
     NativeSymbols(const NativeSymbols &) = delete;
     NativeSymbols &operator=(const NativeSymbols &) = delete;
@@ -73,6 +74,7 @@ private:
     std::vector<Mapping> mappings_;  // executable file mappings, by start
     std::unordered_map<std::string, std::unique_ptr<Library>> libraries_;
     std::uint64_t lastRead_ = 0;  // when /proc/self/maps was read (ns), re-read at most every 100 ms on a miss
+    std::string kallsymsPath_;
     Library kernel_;  // /proc/kallsyms's functions (no sizes: each ends where the next starts)
 };
 
