@@ -30,6 +30,8 @@
 #                returns at once (MARTINI_SAMPLING_HANDLER=empty): the floor under the
 #                sampler's own work (bench/signal_floor.sh measures it without a JVM)
 #   sample-1     cgprof=sample=1: everything sampling switches on, next to no samples
+#   sample-1-timer, sample-1-nokernel, sample-1-nonative  at 1 Hz, the timers, no kernel frames, no
+#                native walk: what each switches on, apart from the samples
 #   sample-1-events, sample-100-events  the same with CompiledMethodLoad events for the
 #                debug information (MARTINI_SAMPLING_DEBUG_INFO=events, the fallback)
 #                instead of the DebugNonSafepoints flag set through HotSpot's flag table
@@ -61,7 +63,7 @@ echo "javac on $(wc -l <"$work/sources.txt") files" >&2
 
 
 configs=(plain sample-100 sample-1k wall-100 jfr-profile)
-all=" plain-again sample-100 sample-1k wall-100 jfr-profile sample-100-nofiles debug-info sample-100-timer sample-1k-timer sample-1 sample-1-events sample-100-events sample-1k-nonative sample-100-nonative sample-1k-nokernel sample-1k-fp sample-100-fp sample-100-nokernel sample-1k-empty sample-100-empty "
+all=" plain-again sample-100 sample-1k wall-100 jfr-profile sample-100-nofiles debug-info sample-100-timer sample-1k-timer sample-1 sample-1-events sample-100-events sample-1k-nonative sample-100-nonative sample-1k-nokernel sample-1k-fp sample-100-fp sample-100-nokernel sample-1k-empty sample-100-empty sample-1-timer sample-1-nokernel sample-1-nonative "
 if [ -n "${CONFIGS:-}" ]; then  # a subset: CONFIGS="sample-100 jfr-profile" (plain is always run)
   read -r -a chosen <<<"$CONFIGS"
   configs=(plain)
