@@ -89,7 +89,8 @@ static int ArmTimer(clockid_t clock, long periodNs) {
         perror("timer_create");
         return -1;
     }
-    struct itimerspec when = {{0, periodNs}, {0, periodNs}};
+    const struct timespec period = {periodNs / 1000000000L, periodNs % 1000000000L};
+    struct itimerspec when = {period, period};
     return timer_settime(timer, 0, &when, NULL);
 }
 

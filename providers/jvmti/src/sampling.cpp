@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
@@ -29,13 +30,13 @@ using namespace sampling;
 
 namespace {
 
-bool gEmptyHandler = false;  // MARTINI_SAMPLING_HANDLER=empty: the signals alone (bench/jvm_sampling.sh)
+std::atomic<bool> gEmptyHandler{false};  // MARTINI_SAMPLING_HANDLER=empty: the signals alone (bench/jvm_sampling.sh)
 
 // The signal handler: async-signal-safe throughout (TLS reads, atomics, AGCT, rdtsc
 // or clock_gettime, gettid).
 void OnSignal(int, siginfo_t *info, void *ucontext) {
     const int savedErrno = errno;
-    if (gEmptyHandler) {
+    if (gEmptyHandler.load(std::memory_order_relaxed)) {
         gTaken.fetch_add(1, std::memory_order_relaxed);
     } else if (Sampling::Running()) {
         const std::uint64_t entered = NowNs();
@@ -185,7 +186,9 @@ std::string Sampling::Start(JNIEnv *) {
     (void)NativeUnwind::Dwarf();
     NativeUnwind::NoteJvmText();
     (void)core::KernelStacksChosen();
-    if (const char *h = std::getenv("MARTINI_SAMPLING_HANDLER")) gEmptyHandler = std::strcmp(h, "empty") == 0;
+    if (const char *h = std::getenv("MARTINI_SAMPLING_HANDLER")) {
+        gEmptyHandler.store(std::strcmp(h, "empty") == 0, std::memory_order_relaxed);
+    }
     std::lock_guard control(controlMutex_);
     if (running_.load(std::memory_order_acquire)) return "";
     if (gAgct.load() == nullptr) {
