@@ -1,4 +1,4 @@
-// Per-event cost of real clients behind the core: cgprof in counts and time mode,
+// Per-event cost of real clients behind the core: cgprof in counts, time and sample mode,
 // callcount, and bench/clients/count_only (the framework's own cost), each loaded from
 // its shared library exactly as a runtime loads it. Also the timestamp clocks.
 //
