@@ -266,8 +266,9 @@ void NativeSymbols::LookupKernel(std::uintptr_t address, NativeFrame &frame) {
     frame.offset = address;
     auto it = std::upper_bound(kernel_.symbols.begin(), kernel_.symbols.end(), std::uint64_t{address},
                                [](std::uint64_t a, const Symbol &s) { return a < s.start; });
-    frame.symbol = it != kernel_.symbols.begin() ? std::string(std::prev(it)->name)
-                                                 : std::string("(a function: kptr_restrict hides the kernel's addresses)");
+    frame.symbol = it != kernel_.symbols.begin()
+                       ? std::string(std::prev(it)->name)
+                       : std::string("(a function: kptr_restrict hides the kernel's addresses)");
 }
 
 bool NativeSymbols::Lookup(std::uintptr_t address, NativeFrame &frame) {

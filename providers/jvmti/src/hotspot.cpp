@@ -228,8 +228,9 @@ std::uintptr_t BlobAt(const CodeLayout &l, std::uintptr_t pc) {
     if (!l.ok || !InCodeCache(pc)) return 0;
     std::uintptr_t array = 0, data = 0;
     int heaps = 0;
-    if (!Peek(l.heaps.address, array) || !PeekAll({Of(array + l.arrayLen.offset, heaps), Of(array + l.arrayData.offset, data)}) ||
-        heaps <= 0 || heaps > 16) {
+    if (!Peek(l.heaps.address, array) ||
+        !PeekAll({Of(array + l.arrayLen.offset, heaps), Of(array + l.arrayData.offset, data)}) || heaps <= 0 ||
+        heaps > 16) {
         return 0;
     }
     std::uintptr_t heap[16] = {};
