@@ -3,10 +3,13 @@
 #include "martini/core/native_symbols.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cinttypes>
+#include <cstring>
+#include <vector>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -107,6 +110,55 @@ TEST(NativeSymbols, SaysWhenTheKernelHidesItsAddresses) {
     ASSERT_TRUE(symbols.Lookup(0xffffffff81001010ull, f));
     EXPECT_EQ(f.library, "[kernel]");
     EXPECT_NE(f.symbol.find("kptr_restrict"), std::string::npos) << f.symbol;
+}
+
+// libc's function starts from its unwind table (.eh_frame_hdr, through PT_GNU_EH_FRAME):
+// their addresses in this process.
+std::vector<std::uintptr_t> LibcFunctionStarts() {
+    std::vector<std::uintptr_t> starts;
+    dl_iterate_phdr(
+        [](dl_phdr_info *info, std::size_t, void *out) {
+            if (info->dlpi_name == nullptr || std::strstr(info->dlpi_name, "/libc.so") == nullptr) return 0;
+            for (int i = 0; i < info->dlpi_phnum; ++i) {
+                if (info->dlpi_phdr[i].p_type != PT_GNU_EH_FRAME) continue;
+                const auto *hdr = reinterpret_cast<const unsigned char *>(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+                if (hdr[0] != 1 || hdr[3] != 0x3b) return 1;  // table: datarel | sdata4
+                std::uint32_t count = 0;
+                std::memcpy(&count, hdr + 8, 4);
+                for (std::uint32_t k = 0; k < count; ++k) {
+                    std::int32_t relative = 0;
+                    std::memcpy(&relative, hdr + 12 + std::size_t(k) * 8, 4);
+                    static_cast<std::vector<std::uintptr_t> *>(out)->push_back(
+                        reinterpret_cast<std::uintptr_t>(hdr) + static_cast<std::intptr_t>(relative));
+                }
+                return 1;
+            }
+            return 1;
+        },
+        &starts);
+    return starts;
+}
+
+// A function no symbol names (libc's internal ones: Debian strips .symtab) is named by
+// its library and its start, from any address inside it: one function, one frame.
+TEST(NativeSymbols, NamesAFunctionWithoutASymbolByItsStart) {
+    const std::vector<std::uintptr_t> starts = LibcFunctionStarts();
+    ASSERT_FALSE(starts.empty());
+    NativeSymbols symbols;
+    NativeFrame first, inside;
+    int unnamed = 0;
+    for (std::size_t i = 0; i + 1 < starts.size() && unnamed < 20; ++i) {
+        if (starts[i + 1] - starts[i] < 8) continue;
+        ASSERT_TRUE(symbols.Lookup(starts[i], first));
+        if (first.symbol.rfind("libc.so", 0) != 0) continue;  // a named function
+        ++unnamed;
+        ASSERT_TRUE(symbols.Lookup(starts[i] + (starts[i + 1] - starts[i]) / 2, inside));
+        EXPECT_EQ(inside.symbol, first.symbol);
+        char hex[24];
+        std::snprintf(hex, sizeof hex, "+0x%" PRIx64, first.offset);
+        EXPECT_EQ(first.symbol, first.library + hex);
+    }
+    EXPECT_GT(unnamed, 0);
 }
 
 }  // namespace
